@@ -1,0 +1,107 @@
+"""Builders for a tiny local policy, datasets, rewards and deterministic rollouts, shared by tests, bench and scripts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import string
+
+import torch
+from datasets import Dataset
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+SPECIALS = ["<pad>", "<eos>", "<bos>"]
+CHARS = list(string.digits + "+-=? abc")
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}={% endif %}"
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + CHARS)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")  # one token per character
+    backend.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", padding_side="left"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_model(path, seed: int = 0) -> str:
+    """Saves a 2-layer Llama (a few thousand parameters) and its tokenizer to `path`; returns the path as a string."""
+    tokenizer = build_tokenizer()
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,  # tiny so a training step takes milliseconds on CPU
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def prompt_dataset(num_prompts: int = 8, conversational: bool = False) -> Dataset:
+    prompts = [f"{a}+{b}?" for a, b in zip(range(num_prompts), range(3, 3 + num_prompts))]
+    if conversational:
+        return Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts]})
+    return Dataset.from_dict({"prompt": prompts})
+
+
+def _text(completion) -> str:
+    return completion if isinstance(completion, str) else completion[-1]["content"]
+
+
+def reward_digit_count(completions, **kwargs) -> list[float]:
+    """A graded reward: how many digits the completion holds."""
+    return [float(sum(ch.isdigit() for ch in _text(c))) for c in completions]
+
+
+def reward_has_seven(completions, **kwargs) -> list[float]:
+    """A {0, 1} reward: 1 when the completion contains a '7'."""
+    return [float("7" in _text(c)) for c in completions]
+
+
+def deterministic_rollout(prompts, trainer) -> dict:
+    """A `rollout_func` whose completions depend only on (prompt, occurrence within the local batch).
+
+    The same prompt groups give the same completions however the batch is split over processes or micro-batches,
+    so runs can be compared exactly. Lengths vary and some completions end without EOS (truncated at
+    `max_completion_length`), so masks, filters and aggregations all have work to do.
+    """
+    tokenizer = trainer.processing_class
+    max_len = trainer.max_completion_length
+    token_ids = tokenizer.convert_tokens_to_ids(CHARS)
+    seen: dict[str, int] = {}
+    prompt_ids, completion_ids, logprobs = [], [], []
+    for prompt in prompts:
+        text = prompt if isinstance(prompt, str) else tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        occurrence = seen.get(text, 0)
+        seen[text] = occurrence + 1
+        digest = hashlib.sha256(f"{text}|{occurrence}".encode()).digest()
+        if digest[-1] % 4 == 0:  # a quarter run to max_len without EOS: truncated
+            ids = [token_ids[b % len(token_ids)] for b in digest[:max_len]]
+        else:  # 1..max_len-1 tokens, then EOS
+            length = 1 + digest[0] % (max_len - 1)
+            ids = [token_ids[b % len(token_ids)] for b in digest[1 : 1 + length]] + [tokenizer.eos_token_id]
+        prompt_ids.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+        completion_ids.append(ids)
+        logprobs.append([0.0] * len(ids))
+    return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs}
+
+
+def snapshot(model) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone().double() for name, p in model.named_parameters()}
+

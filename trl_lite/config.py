@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS
+from .aggregation import AGGREGATIONS, TRL_LOSS_TYPE_TO_AGGREGATION
+
+# TRL `scale_rewards` (after TRL's own True/False translation) -> `advantage_std`
+_SCALE_REWARDS_TO_STD = {"group": "group", "batch": "batch", "none": "none", True: "group", False: "none"}
+# `loss_aggregation` -> the TRL `loss_type` with the same aggregation and no other semantics, mirrored for readability
+_AGGREGATION_TO_LOSS_TYPE = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
+
+
+@dataclass
+class LitePPOConfig(GRPOConfig):
+    r"""
+    Configuration class for [`LitePPOTrainer`].
+
+    [`LitePPOConfig`] inherits every parameter from [`~trl.GRPOConfig`]. Its defaults are Lite PPO from "Tricks or
+    Traps? A Deep Dive into RL for LLM Reasoning" (https://huggingface.co/papers/2508.08221): group-level mean,
+    batch-level std, token-level loss, symmetric clip 0.2, no overlong filter, no critic and no KL. It adds the full
+    advantage grid, the verl/ROLL loss aggregations and a stronger overlong filter. Only the fields below are new or
+    changed.
+
+    Parameters:
+        advantage_mean (`str`, *optional*, defaults to `"group"`):
+            Level of the mean subtracted from the rewards: `"group"` (the `num_generations` completions of one
+            prompt), `"batch"` (the whole generation batch gathered from all processes) or `"none"`. Any name
+            registered in `trl_lite.advantages.ADVANTAGE_MEANS` is accepted.
+        advantage_std (`str`, *optional*, defaults to `"batch"`):
+            Level of the Bessel-corrected std the centred rewards are divided by: `"group"`, `"batch"` or `"none"` (no
+            division). Any name registered in `trl_lite.advantages.ADVANTAGE_STDS` is accepted. The paper recommends
+            `"batch"` (with a group mean), and `"none"` when rewards are concentrated (easy data). TRL's
+            `scale_rewards` is translated to this field; setting both to different values is an error.
+        advantage_epsilon (`float`, *optional*, defaults to `1e-4`):
+            Added to the std before dividing. TRL's value, so matching settings reproduce TRL exactly.
+        loss_aggregation (`str`, *optional*, defaults to `"token-mean"`):
+            How per-token losses are aggregated, with the verl/ROLL definitions: `"token-mean"` (`sum(m*l) / sum(m)`,
+            token-level, best for base models), `"seq-mean-token-mean"` (mean over sequences of the per-sequence token
+            mean, sequence-level, suits aligned models), `"seq-mean-token-sum"` (mean over sequences of the token sum)
+            or `"seq-mean-token-sum-norm"` (`sum(m*l) / (N * max_completion_length)`, Dr. GRPO). Any name registered
+            in `trl_lite.aggregation.AGGREGATIONS` is accepted. Every mode is exact for the optimizer step as a whole,
+            over gradient accumulation, `steps_per_generation` and processes. TRL's `loss_type` is translated to this
+            field (`"dapo"`/`"bnpo"` -> `"token-mean"`, `"grpo"` -> `"seq-mean-token-mean"`, `"luspo"` ->
+            `"seq-mean-token-sum"`, `"dr_grpo"` -> `"seq-mean-token-sum-norm"`); `"cispo"`, `"sapo"` and `"vespo"`
+            change the objective itself and are refused.
+        overlong_filter (`bool`, *optional*, defaults to `False`):
+            Exclude completions truncated at `max_completion_length` (no EOS) from the loss *and* from the advantage
+            statistics: they get advantage 0 and shift no group or batch mean/std, while their rewards still show in
+            the reward metrics. TRL's `mask_truncated_completions` only removes them from the loss (their rewards
+            still move the other samples' advantages); `overlong_filter=True` turns it on as well. The paper finds it
+            helps at short maximum lengths (8k) but not at 20k (Takeaway 7).
+        epsilon (`float`, *optional*, defaults to `0.2`):
+            Lower clip bound of the PPO ratio, `1 - epsilon` (TRL's field, unchanged).
+        epsilon_high (`float`, *optional*):
+            Upper clip bound of the PPO ratio, `1 + epsilon_high`; defaults to `epsilon` (TRL's field, unchanged).
+            Clip-higher (Takeaway 4-5): `0.28` for aligned (Instruct) 8B models, up to `0.32` for aligned 4B models;
+            keep `0.2` for base models, where it helps little or hurts.
+        scale_rewards (`str` or `bool`, *optional*):
+            TRL's field, kept for compatibility: when set, it is translated to `advantage_std`. After construction it
+            mirrors `advantage_std` (`"none"` for a custom std).
+        loss_type (`str`, *optional*):
+            TRL's field, kept for compatibility: when set, it is translated to `loss_aggregation`. After construction
+            it names the TRL loss type with the same aggregation (`"dapo"`, `"grpo"`, `"dr_grpo"`), or `"dapo"` for
+            the others; [`LitePPOTrainer`] aggregates with `loss_aggregation` whatever it says.
+    """
+
+    advantage_mean: str = field(
+        default="group",
+        metadata={"help": "Level of the mean subtracted from the rewards: 'group', 'batch' or 'none' (or a registered name)."},
+    )
+    advantage_std: str | None = field(
+        default=None,
+        metadata={
+            "help": "Level of the std the centred rewards are divided by: 'group', 'batch' or 'none' (no division), or "
+            "a registered name. Defaults to 'batch' (Lite PPO); TRL's `scale_rewards` is translated to it."
+        },
+    )
+    advantage_epsilon: float = field(
+        default=1e-4,
+        metadata={"help": "Added to the std before dividing (TRL's 1e-4)."},
+    )
+    loss_aggregation: str | None = field(
+        default=None,
+        metadata={
+            "help": "Loss aggregation: 'token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum' or "
+            "'seq-mean-token-sum-norm' (or a registered name). Defaults to 'token-mean' (Lite PPO); TRL's `loss_type` "
+            "is translated to it."
+        },
+    )
+    overlong_filter: bool = field(
+        default=False,
+        metadata={
+            "help": "Exclude truncated completions (no EOS) from the loss and from the advantage statistics (advantage "
+            "0). Stronger than `mask_truncated_completions`, which it turns on."
+        },
+    )
+    epsilon: float = field(
+        default=0.2,
+        metadata={"help": "Lower clip bound of the PPO ratio, 1 - epsilon."},
+    )
+    epsilon_high: float | None = field(
+        default=None,
+        metadata={
+            "help": "Upper clip bound of the PPO ratio, 1 + epsilon_high; defaults to `epsilon`. Clip-higher: 0.28 for "
+            "aligned 8B models, up to 0.32 for aligned 4B models, keep 0.2 for base models."
+        },
+    )
+    scale_rewards: str | None = field(
+        default=None,
+        metadata={"help": "TRL's field, translated to `advantage_std` when set."},
+    )
+    loss_type: str | None = field(
+        default=None,
+        metadata={"help": "TRL's field, translated to `loss_aggregation` when set."},
+    )
+
+    def __post_init__(self):
+        self._resolve_advantage_std()
+        self._resolve_loss_aggregation()
+        if self.advantage_mean not in ADVANTAGE_MEANS:
+            raise ValueError(
+                f"advantage_mean={self.advantage_mean!r} is not supported; expected one of {ADVANTAGE_MEANS.names()}."
+            )
+        if not isinstance(self.advantage_epsilon, (int, float)) or self.advantage_epsilon < 0:
+            raise ValueError(f"advantage_epsilon={self.advantage_epsilon!r} is not supported; expected a float >= 0.")
+        if not isinstance(self.overlong_filter, bool):
+            raise ValueError(f"overlong_filter={self.overlong_filter!r} is not supported; expected True or False.")
+        if not isinstance(self.epsilon, (int, float)) or not 0 < self.epsilon < 1:
+            raise ValueError(f"epsilon={self.epsilon!r} is not supported; expected a float in (0, 1).")
+        if self.epsilon_high is not None and (
+            not isinstance(self.epsilon_high, (int, float)) or self.epsilon_high <= 0
+        ):
+            raise ValueError(f"epsilon_high={self.epsilon_high!r} is not supported; expected a float > 0 or None.")
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported by LitePPOConfig; "
+                "expected 'sum_then_normalize' (the weighted rewards are summed, then normalized with advantage_mean "
+                "and advantage_std)."
+            )
+        if self.overlong_filter:
+            self.mask_truncated_completions = True  # the loss half of the filter is TRL's own masking
+
+        super().__post_init__()
+
+        # An optimizer step that spans several generation rounds would need the loss-token counts of rounds that are
+        # not generated yet, so its aggregation could only be approximated (as TRL's `dapo` does). Refuse it.
+        if self.steps_per_generation % self.gradient_accumulation_steps != 0:
+            raise ValueError(
+                f"steps_per_generation={self.steps_per_generation!r} is not supported with "
+                f"gradient_accumulation_steps={self.gradient_accumulation_steps!r}; expected a multiple of "
+                "gradient_accumulation_steps, so that every optimizer step lies within one generation batch and its "
+                "loss aggregation is exact."
+            )
+
+    def _resolve_advantage_std(self):
+        if self.scale_rewards is not None:
+            if self.scale_rewards not in _SCALE_REWARDS_TO_STD:
+                raise ValueError(
+                    f"scale_rewards={self.scale_rewards!r} is not supported; expected one of "
+                    "['group', 'batch', 'none', True, False] (or set advantage_std instead)."
+                )
+            translated = _SCALE_REWARDS_TO_STD[self.scale_rewards]
+            if self.advantage_std is not None and self.advantage_std != translated:
+                raise ValueError(
+                    f"scale_rewards={self.scale_rewards!r} (advantage_std={translated!r}) conflicts with "
+                    f"advantage_std={self.advantage_std!r}; set only advantage_std."
+                )
+            self.advantage_std = translated
+        elif self.advantage_std is None:
+            self.advantage_std = "batch"
+        if self.advantage_std not in ADVANTAGE_STDS:
+            raise ValueError(
+                f"advantage_std={self.advantage_std!r} is not supported; expected one of {ADVANTAGE_STDS.names()}."
+            )
+        self.scale_rewards = self.advantage_std if self.advantage_std in ("group", "batch", "none") else "none"
+
+    def _resolve_loss_aggregation(self):
+        if self.loss_type is not None:
+            if self.loss_type not in TRL_LOSS_TYPE_TO_AGGREGATION:
+                raise ValueError(
+                    f"loss_type={self.loss_type!r} is not supported by LitePPOConfig: it changes the per-token objective, "
+                    "which Lite PPO's loss aggregation cannot express. Expected one of "
+                    f"{list(TRL_LOSS_TYPE_TO_AGGREGATION)}, or set loss_aggregation to one of {AGGREGATIONS.names()}."
+                )
+            translated = TRL_LOSS_TYPE_TO_AGGREGATION[self.loss_type]
+            if self.loss_aggregation is not None and self.loss_aggregation != translated:
+                raise ValueError(
+                    f"loss_type={self.loss_type!r} (loss_aggregation={translated!r}) conflicts with "
+                    f"loss_aggregation={self.loss_aggregation!r}; set only loss_aggregation."
+                )
+            self.loss_aggregation = translated
+        elif self.loss_aggregation is None:
+            self.loss_aggregation = "token-mean"
+        if self.loss_aggregation not in AGGREGATIONS:
+            raise ValueError(
+                f"loss_aggregation={self.loss_aggregation!r} is not supported; expected one of {AGGREGATIONS.names()}."
+            )
+        self.loss_type = _AGGREGATION_TO_LOSS_TYPE.get(self.loss_aggregation, "dapo")
