@@ -105,3 +105,23 @@ def deterministic_rollout(prompts, trainer) -> dict:
 def snapshot(model) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone().double() for name, p in model.named_parameters()}
 
+
+
+def train_args(output_dir, **overrides) -> dict:
+    """Common settings for CPU runs. Every shrunk value is there to keep a run to about a second."""
+    defaults = dict(
+        output_dir=str(output_dir),
+        per_device_train_batch_size=4,  # one group of num_generations=4 per micro-batch
+        num_generations=4,
+        max_completion_length=8,  # short completions: a few ms per generation on CPU
+        max_steps=2,
+        learning_rate=0.5,  # large, so a scale error shows up in the parameters
+        optim="sgd",  # no Adam normalisation hiding a gradient scale error
+        lr_scheduler_type="constant",
+        report_to="none",
+        use_cpu=True,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+    )
+    return {**defaults, **overrides}

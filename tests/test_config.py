@@ -1,0 +1,110 @@
+"""LitePPOConfig: defaults are Lite PPO, TRL fields translate, every bad value is refused by name."""
+
+import dataclasses
+import re
+
+import pytest
+
+from trl_lite import LitePPOConfig
+
+BASE = dict(output_dir="unused", report_to="none", use_cpu=True, per_device_train_batch_size=4, num_generations=4)
+
+
+def make(**kwargs):
+    return LitePPOConfig(**{**BASE, **kwargs})
+
+
+def test_defaults_are_lite_ppo():
+    args = make()
+    assert (args.advantage_mean, args.advantage_std, args.loss_aggregation) == ("group", "batch", "token-mean")
+    assert args.epsilon == 0.2 and args.epsilon_high is None  # symmetric clip
+    assert args.overlong_filter is False and args.mask_truncated_completions is False
+    assert args.advantage_epsilon == 1e-4 and args.beta == 0.0
+    assert (args.scale_rewards, args.loss_type) == ("batch", "dapo")  # mirrored TRL names
+
+
+@pytest.mark.parametrize(
+    "scale_rewards, std", [("group", "group"), ("batch", "batch"), ("none", "none"), (True, "group"), (False, "none")]
+)
+def test_scale_rewards_translates(scale_rewards, std):
+    assert make(scale_rewards=scale_rewards).advantage_std == std
+
+
+@pytest.mark.parametrize(
+    "loss_type, mode",
+    [
+        ("dapo", "token-mean"),
+        ("bnpo", "token-mean"),
+        ("grpo", "seq-mean-token-mean"),
+        ("luspo", "seq-mean-token-sum"),
+        ("dr_grpo", "seq-mean-token-sum-norm"),
+    ],
+)
+def test_loss_type_translates(loss_type, mode):
+    assert make(loss_type=loss_type).loss_aggregation == mode
+
+
+def test_loss_aggregation_mirrors_loss_type():
+    assert make(loss_aggregation="seq-mean-token-mean").loss_type == "grpo"
+    assert make(loss_aggregation="seq-mean-token-sum-norm").loss_type == "dr_grpo"
+
+
+def test_overlong_filter_turns_on_loss_masking():
+    assert make(overlong_filter=True).mask_truncated_completions is True
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"advantage_mean": "prompt"}, "advantage_mean='prompt' is not supported; expected one of ['group', 'batch', 'none']"),
+        ({"advantage_std": "global"}, "advantage_std='global' is not supported; expected one of ['group', 'batch', 'none']"),
+        ({"advantage_epsilon": -1.0}, "advantage_epsilon=-1.0 is not supported; expected a float >= 0"),
+        ({"loss_aggregation": "seq-mean"}, "loss_aggregation='seq-mean' is not supported; expected one of ['token-mean'"),
+        ({"overlong_filter": "yes"}, "overlong_filter='yes' is not supported; expected True or False"),
+        ({"epsilon": 1.5}, "epsilon=1.5 is not supported; expected a float in (0, 1)"),
+        ({"epsilon_high": -0.1}, "epsilon_high=-0.1 is not supported; expected a float > 0 or None"),
+        ({"scale_rewards": "prompt"}, "scale_rewards='prompt' is not supported; expected one of ['group', 'batch', 'none'"),
+        ({"loss_type": "cispo"}, "loss_type='cispo' is not supported by LitePPOConfig: it changes the per-token objective"),
+        ({"loss_type": "sapo"}, "loss_type='sapo' is not supported"),
+        ({"loss_type": "vespo"}, "loss_type='vespo' is not supported"),
+        ({"scale_rewards": "group", "advantage_std": "batch"}, "scale_rewards='group' (advantage_std='group') conflicts with advantage_std='batch'"),
+        ({"loss_type": "grpo", "loss_aggregation": "token-mean"}, "loss_type='grpo' (loss_aggregation='seq-mean-token-mean') conflicts"),
+        ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation='normalize_then_sum' is not supported"),
+        ({"gradient_accumulation_steps": 2, "steps_per_generation": 3}, "steps_per_generation=3 is not supported with gradient_accumulation_steps=2"),
+    ],
+)
+def test_bad_values_name_field_value_and_choices(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make(**kwargs)
+
+
+def test_agreeing_values_are_accepted():
+    args = make(scale_rewards="batch", advantage_std="batch", loss_type="grpo", loss_aggregation="seq-mean-token-mean")
+    assert (args.advantage_std, args.loss_aggregation) == ("batch", "seq-mean-token-mean")
+
+
+def test_steps_per_generation_multiple_of_accumulation_is_accepted():
+    args = make(gradient_accumulation_steps=2, steps_per_generation=4)
+    assert args.generation_batch_size == 16
+
+
+def test_every_new_field_is_documented_and_help_agrees():
+    doc = LitePPOConfig.__doc__
+    own = {"advantage_mean", "advantage_std", "advantage_epsilon", "loss_aggregation", "overlong_filter"}
+    for f in dataclasses.fields(LitePPOConfig):
+        if f.name in own | {"epsilon", "epsilon_high", "scale_rewards", "loss_type"}:
+            assert re.search(rf"^\s+{f.name} \(`", doc, re.M), f"{f.name} missing from the Parameters block"
+            assert f.metadata.get("help"), f"{f.name} has no help"
+
+
+def test_cli_parses_new_fields():
+    from trl import TrlParser
+
+    (args,) = TrlParser((LitePPOConfig,)).parse_args_into_dataclasses(
+        ["--output_dir", "x", "--report_to", "none", "--use_cpu", "--per_device_train_batch_size", "4",
+         "--num_generations", "4", "--advantage_std", "none", "--loss_aggregation", "seq-mean-token-sum-norm",
+         "--overlong_filter", "--epsilon_high", "0.28"]
+    )
+    assert (args.advantage_std, args.loss_aggregation, args.overlong_filter, args.epsilon_high) == (
+        "none", "seq-mean-token-sum-norm", True, 0.28
+    )
