@@ -15,6 +15,8 @@ SETTINGS = [
      {"scale_rewards": "group", "loss_type": "grpo"}),
     ({"advantage_mean": "group", "advantage_std": "none", "loss_aggregation": "seq-mean-token-sum-norm"},
      {"scale_rewards": "none", "loss_type": "dr_grpo"}),
+    ({"advantage_mean": "group", "advantage_std": "group", "loss_aggregation": "seq-mean-token-sum"},
+     {"scale_rewards": "group", "loss_type": "luspo"}),
 ]
 
 
@@ -26,7 +28,7 @@ def _run(trainer_cls, config_cls, model_dir, output_dir, **fields):
     return losses, snapshot(trainer.model), trainer
 
 
-@pytest.mark.parametrize("ours, theirs", SETTINGS, ids=["lite_ppo-vs-dapo", "grpo", "dr_grpo"])
+@pytest.mark.parametrize("ours, theirs", SETTINGS, ids=["lite_ppo-vs-dapo", "grpo", "dr_grpo", "luspo"])
 def test_matches_trl(tiny_model_dir, tmp_path, ours, theirs):
     lite_losses, lite_params, lite = _run(LitePPOTrainer, LitePPOConfig, tiny_model_dir, tmp_path / "lite", **ours)
     trl_losses, trl_params, _ = _run(GRPOTrainer, GRPOConfig, tiny_model_dir, tmp_path / "trl", **theirs)

@@ -1,0 +1,141 @@
+"""Every aggregation gives the same update however the optimizer step is split into micro-batches, and the overlong
+filter keeps truncated completions out of the loss and the statistics. Completions come from a deterministic
+`rollout_func`, so differently split runs see exactly the same samples."""
+
+import pytest
+import torch
+
+from tests.tiny import deterministic_rollout, prompt_dataset, reward_digit_count, snapshot, train_args
+from trl_lite import LitePPOConfig, LitePPOTrainer, normalize_advantages
+from trl_lite.aggregation import AGGREGATIONS
+
+
+class RecordingTrainer(LitePPOTrainer):
+    """Keeps what each generation round produced, for the assertions."""
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        self.rounds = getattr(self, "rounds", [])
+        self.rounds.append(
+            {
+                "rewards": self._lite_rewards_per_func[:, 0].clone(),
+                "truncated": self._lite_truncated.clone(),
+                "advantages": output["advantages"].clone(),
+                "completion_mask": output["completion_mask"].clone(),
+            }
+        )
+        return output
+
+
+def _train(model_dir, output_dir, **fields):
+    # float64: differently split runs pad and sum in a different order, which in float32 alone moves weights by
+    # ~1e-5; in float64 that noise is ~1e-9 (the logits stay float32), so a 1e-6 tolerance only hides rounding.
+    args = LitePPOConfig(**train_args(output_dir, model_init_kwargs={"dtype": torch.float64}, **fields))
+    trainer = RecordingTrainer(
+        model=model_dir,
+        reward_funcs=reward_digit_count,
+        args=args,
+        train_dataset=prompt_dataset(),
+        rollout_func=deterministic_rollout,
+    )
+    trainer.train()
+    return trainer
+
+
+SPLITS = [  # (per_device_train_batch_size, gradient_accumulation_steps): one optimizer step of 8 samples
+    (8, 1),
+    (4, 2),
+    (2, 4),
+]
+
+
+@pytest.mark.parametrize("overlong_filter", [False, True], ids=["all", "overlong_filter"])
+@pytest.mark.parametrize("mode", AGGREGATIONS.names())
+def test_update_does_not_depend_on_micro_batching(tiny_model_dir, tmp_path, mode, overlong_filter):
+    params, losses = [], []
+    for batch, accumulation in SPLITS:
+        trainer = _train(
+            tiny_model_dir,
+            tmp_path / f"{batch}x{accumulation}",
+            per_device_train_batch_size=batch,
+            gradient_accumulation_steps=accumulation,
+            loss_aggregation=mode,
+            overlong_filter=overlong_filter,
+        )
+        params.append(snapshot(trainer.model))
+        losses.append([log["loss"] for log in trainer.state.log_history if "loss" in log])
+        truncated = torch.cat([r["truncated"] for r in trainer.rounds])
+        assert 0 < truncated.float().mean() < 1  # the fixture has both kinds
+    initial = snapshot(type(trainer.model).from_pretrained(tiny_model_dir))
+    assert max((params[0][k] - initial[k]).abs().max().item() for k in initial) > 1e-3
+    for other, other_losses in zip(params[1:], losses[1:]):
+        assert other_losses == pytest.approx(losses[0], abs=1e-6)
+        for name in other:
+            torch.testing.assert_close(other[name], params[0][name], rtol=0, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("mode", ["seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_kl_term_is_aggregated_like_the_policy_term(tiny_model_dir, tmp_path, mode):
+    # beta > 0 with a reference model: the KL term follows the same aggregation, so splits still agree
+    params = []
+    for batch, accumulation in SPLITS[:2]:
+        trainer = _train(
+            tiny_model_dir,
+            tmp_path / f"{batch}x{accumulation}",
+            per_device_train_batch_size=batch,
+            gradient_accumulation_steps=accumulation,
+            loss_aggregation=mode,
+            beta=0.5,
+            max_steps=3,  # the KL is 0 at step 1 (policy == reference); steps 2-3 test it
+        )
+        params.append(snapshot(trainer.model))
+        assert any(log.get("kl", 0) > 0 for log in trainer.state.log_history)
+    for name in params[0]:
+        torch.testing.assert_close(params[1][name], params[0][name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_kl_reweighting_matches_trl_grpo(tiny_model_dir, tmp_path):
+    # TRL's "grpo" adds the KL to every token before its sequence-level mean; ours must do the same
+    from trl import GRPOConfig, GRPOTrainer
+
+    common = dict(max_steps=3, beta=0.5, gradient_accumulation_steps=2)
+    common["model_init_kwargs"] = {"dtype": torch.float64}
+    lite = LitePPOTrainer(
+        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
+        args=LitePPOConfig(**train_args(tmp_path / "lite", loss_aggregation="seq-mean-token-mean", advantage_std="group", **common)),
+    )
+    lite.train()  # train before building the next trainer: each seeds the global RNG when it is built
+    ref = GRPOTrainer(
+        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
+        args=GRPOConfig(**train_args(tmp_path / "trl", loss_type="grpo", scale_rewards="group", **common)),
+    )
+    ref.train()
+    a, b = snapshot(lite.model), snapshot(ref.model)
+    assert any(log.get("kl", 0) > 0 for log in lite.state.log_history)
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_overlong_filter_zeroes_truncated_and_keeps_others_statistics(tiny_model_dir, tmp_path):
+    trainer = _train(tiny_model_dir, tmp_path / "run", overlong_filter=True, per_device_train_batch_size=8)
+    for round_ in trainer.rounds:
+        truncated, rewards, adv = round_["truncated"], round_["rewards"].double(), round_["advantages"].double()
+        assert truncated.any() and (~truncated).any()
+        assert (adv[truncated] == 0).all()
+        assert (round_["completion_mask"][truncated] == 0).all()  # out of the loss too
+        # the kept samples' advantages are those of the batch without the truncated ones, whatever they scored
+        expected = normalize_advantages(rewards, 4, valid=~truncated)
+        torch.testing.assert_close(adv, expected, rtol=0, atol=1e-5)
+        scrambled = rewards.clone()
+        scrambled[truncated] = 1000.0
+        torch.testing.assert_close(normalize_advantages(scrambled, 4, valid=~truncated), expected)
+    logs = [log for log in trainer.state.log_history if "overlong/frac_filtered" in log]
+    assert logs and all(0 < log["overlong/frac_filtered"] == log["overlong/frac_truncated"] for log in logs)
+
+
+def test_without_filter_truncated_samples_count(tiny_model_dir, tmp_path):
+    trainer = _train(tiny_model_dir, tmp_path / "run", per_device_train_batch_size=8)
+    round_ = trainer.rounds[0]
+    expected = normalize_advantages(round_["rewards"].double(), 4)
+    torch.testing.assert_close(round_["advantages"].double(), expected, rtol=0, atol=1e-5)
+    assert all(log["overlong/frac_filtered"] == 0.0 for log in trainer.state.log_history if "overlong/frac_filtered" in log)
