@@ -5,26 +5,9 @@ filter keeps truncated completions out of the loss and the statistics. Completio
 import pytest
 import torch
 
-from tests.tiny import deterministic_rollout, prompt_dataset, reward_digit_count, snapshot, train_args
-from trl_lite import LitePPOConfig, LitePPOTrainer, normalize_advantages
+from tests.tiny import RecordingTrainer, deterministic_rollout, prompt_dataset, reward_digit_count, snapshot, train_args
+from trl_lite import LitePPOConfig, normalize_advantages
 from trl_lite.aggregation import AGGREGATIONS
-
-
-class RecordingTrainer(LitePPOTrainer):
-    """Keeps what each generation round produced, for the assertions."""
-
-    def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
-        self.rounds = getattr(self, "rounds", [])
-        self.rounds.append(
-            {
-                "rewards": self._lite_rewards_per_func[:, 0].clone(),
-                "truncated": self._lite_truncated.clone(),
-                "advantages": output["advantages"].clone(),
-                "completion_mask": output["completion_mask"].clone(),
-            }
-        )
-        return output
 
 
 def _train(model_dir, output_dir, **fields):

@@ -11,6 +11,8 @@ from datasets import Dataset
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from trl_lite import LitePPOTrainer
+
 SPECIALS = ["<pad>", "<eos>", "<bos>"]
 CHARS = list(string.digits + "+-=? abc")
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}={% endif %}"
@@ -125,3 +127,20 @@ def train_args(output_dir, **overrides) -> dict:
         seed=0,
     )
     return {**defaults, **overrides}
+
+
+class RecordingTrainer(LitePPOTrainer):
+    """Keeps what each generation round produced, for the assertions."""
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        self.rounds = getattr(self, "rounds", [])
+        self.rounds.append(
+            {
+                "rewards": self._lite_rewards_per_func[:, 0].clone(),
+                "truncated": self._lite_truncated.clone(),
+                "advantages": output["advantages"].clone(),
+                "completion_mask": output["completion_mask"].clone(),
+            }
+        )
+        return output

@@ -1,0 +1,44 @@
+"""Two processes (torchrun, gloo, CPU) give the same advantages and update as one process over the same global batch.
+
+`accelerate launch --cpu --num_processes 2` silently runs ONE process, hence torchrun."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch(nproc, model_dir, out, mode):
+    # an explicit free port: torchrun's `--master_port 0` hangs at rendezvous here
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--master_addr",
+           "127.0.0.1", "--master_port", str(_free_port()),
+           os.path.join(ROOT, "tests", "dist_run.py"), model_dir, str(out), mode]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return torch.load(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
+def test_two_processes_match_one(tiny_model_dir, tmp_path, mode):
+    one = _launch(1, tiny_model_dir, tmp_path / "one.pt", mode)
+    two = _launch(2, tiny_model_dir, tmp_path / "two.pt", mode)
+    assert (one["world"], two["world"]) == (1, 2)  # really two processes
+    assert len(one["advantages"]) == len(two["advantages"]) == 2
+    for a, b in zip(one["advantages"], two["advantages"]):
+        assert (a == 0).any() and (a != 0).any()  # the overlong filter removed some, not all
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
+    for name in one["params"]:
+        torch.testing.assert_close(two["params"][name], one["params"][name], rtol=0, atol=1e-6, msg=name)
