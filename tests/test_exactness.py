@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.tiny import RecordingTrainer, deterministic_rollout, prompt_dataset, reward_digit_count, snapshot, train_args
-from trl_lite import LitePPOConfig, normalize_advantages
+from trl_lite import LitePPOConfig, LitePPOTrainer, normalize_advantages
 from trl_lite.aggregation import AGGREGATIONS
 
 
