@@ -101,6 +101,10 @@ if __name__ == "__main__":
     defaults = ["--output_dir", "runs/train_lite", "--max_steps", "20", "--per_device_train_batch_size", "8",
                 "--num_generations", "8", "--max_completion_length", "4", "--learning_rate", "1e-2",
                 "--logging_steps", "5", "--report_to", "none", "--save_strategy", "no"]
+    import torch
+
+    if not torch.cuda.is_available():
+        defaults.append("--use_cpu")  # TRL defaults to bf16, which needs a GPU
     argv = sys.argv[1:] if len(sys.argv) > 1 else defaults
     script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
     main(script_args, training_args, model_args)

@@ -1,7 +1,9 @@
 """Run by tests/test_multiprocess.py under `torchrun --nproc_per_node N`: one Lite PPO step over a global batch of 8
 deterministic rollouts, then rank 0 saves the weights and the gathered advantages.
 
-    torchrun --nproc_per_node 2 tests/dist_run.py MODEL_DIR OUT.pt LOSS_AGGREGATION
+    torchrun --nproc_per_node 2 tests/dist_run.py MODEL_DIR OUT.pt LOSS_AGGREGATION [zero3]
+
+With `zero3`, the run goes through DeepSpeed ZeRO stage 3 (its CPU accelerator here).
 """
 
 import os
@@ -17,8 +19,20 @@ from tests.tiny import RecordingTrainer, deterministic_rollout, prompt_dataset, 
 from trl_lite import LitePPOConfig  # noqa: E402
 
 
-def main(model_dir: str, out: str, mode: str):
+ZERO3 = {
+    "zero_optimization": {"stage": 3},
+    "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto",
+    "gradient_clipping": "auto",
+}
+
+
+def main(model_dir: str, out: str, mode: str, backend: str = "ddp"):
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    extra = {"model_init_kwargs": {"dtype": torch.float64}}
+    if backend == "zero3":
+        extra["deepspeed"] = ZERO3
+        extra["bf16"] = False  # TRL defaults to bf16, which DeepSpeed's "auto" would turn into bf16 weights
     args = LitePPOConfig(
         **train_args(
             os.path.dirname(out) + f"/run-{world}",
@@ -27,7 +41,7 @@ def main(model_dir: str, out: str, mode: str):
             overlong_filter=True,
             advantage_mean="batch",  # statistics that span processes
             advantage_std="batch",
-            model_init_kwargs={"dtype": torch.float64},  # see tests/test_exactness.py
+            **extra,  # float64: see tests/test_exactness.py (DeepSpeed casts the weights to float32)
         )
     )
     trainer = RecordingTrainer(
@@ -36,10 +50,18 @@ def main(model_dir: str, out: str, mode: str):
     )
     trainer.train()
     advantages = [trainer.accelerator.gather(r["advantages"]).cpu() for r in trainer.rounds]
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if backend == "zero3":  # parameters are sharded: gather them to save
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(model.parameters())):
+            params = snapshot(model)
+    else:
+        params = snapshot(model)
     if trainer.accelerator.is_main_process:
         torch.save(
             {
-                "params": snapshot(trainer.accelerator.unwrap_model(trainer.model)),
+                "params": params,
                 "advantages": advantages,
                 "world": trainer.accelerator.num_processes,
             },
