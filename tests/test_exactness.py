@@ -122,3 +122,54 @@ def test_without_filter_truncated_samples_count(tiny_model_dir, tmp_path):
     expected = normalize_advantages(round_["rewards"].double(), 4)
     torch.testing.assert_close(round_["advantages"].double(), expected, rtol=0, atol=1e-5)
     assert all(log["overlong/frac_filtered"] == 0.0 for log in trainer.state.log_history if "overlong/frac_filtered" in log)
+
+
+class BufferRecordingTrainer(RecordingTrainer):
+    """Also keeps the micro-batches of each generation round, with the weights attached to them."""
+
+    def _prepare_inputs(self, generation_batch):
+        previous = self._buffered_inputs
+        inputs = super()._prepare_inputs(generation_batch)
+        if self.model.training and self._buffered_inputs is not previous:
+            self.buffers = getattr(self, "buffers", []) + [list(self._buffered_inputs)]
+        return inputs
+
+
+def test_each_optimizer_step_normalizes_by_its_own_tokens(tiny_model_dir, tmp_path):
+    # steps_per_generation=2, gradient_accumulation_steps=1: one generation round feeds two optimizer steps. Token-mean
+    # must divide each step by that step's loss tokens, not by the round's average (TRL's dapo uses
+    # num_items_in_batch * accumulation / steps_per_generation).
+    args = LitePPOConfig(**train_args(tmp_path, steps_per_generation=2, max_steps=2))
+    trainer = BufferRecordingTrainer(
+        model=tiny_model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset(),
+        rollout_func=deterministic_rollout,
+    )
+    trainer.train()
+    (buffer,) = trainer.buffers  # 2 optimizer steps from one round
+    tokens = [int(b["completion_mask"].sum()) for b in buffer]
+    assert tokens[0] != tokens[1]  # otherwise the average would be right by luck
+    for batch, own in zip(buffer, tokens):
+        # TRL's normalizer: num_items_in_batch / processes * accumulation / steps_per_generation = own tokens
+        assert batch["num_items_in_batch"].item() * 1 / 2 == own
+        assert torch.equal(batch["lite_advantage_scale"], torch.ones(4))
+
+
+def test_sequence_mean_over_steps_within_a_round_matches_trl(tiny_model_dir, tmp_path):
+    # TRL's "grpo" is exact per micro-batch when every sequence has tokens; with steps_per_generation=2 the weights
+    # must be computed per optimizer step, not per generation round, to agree with it.
+    from trl import GRPOConfig, GRPOTrainer
+
+    common = dict(steps_per_generation=2, max_steps=4, model_init_kwargs={"dtype": torch.float64})
+    lite = LitePPOTrainer(
+        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
+        args=LitePPOConfig(**train_args(tmp_path / "lite", loss_aggregation="seq-mean-token-mean", advantage_std="group", **common)),
+    )
+    lite.train()  # train before building the next trainer: each seeds the global RNG when it is built
+    ref = GRPOTrainer(
+        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
+        args=GRPOConfig(**train_args(tmp_path / "trl", loss_type="grpo", scale_rewards="group", **common)),
+    )
+    ref.train()
+    a, b = snapshot(lite.model), snapshot(ref.model)
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, msg=name)
