@@ -5,7 +5,18 @@ filter keeps truncated completions out of the loss and the statistics. Completio
 import pytest
 import torch
 
-from tests.tiny import RecordingTrainer, deterministic_rollout, prompt_dataset, reward_digit_count, snapshot, train_args
+from trl import GRPOConfig, GRPOTrainer
+
+from tests.tiny import (
+    RecordingTrainer,
+    assert_same_weights,
+    deterministic_rollout,
+    prompt_dataset,
+    reward_digit_count,
+    snapshot,
+    train_args,
+    train_run,
+)
 from trl_lite import LitePPOConfig, LitePPOTrainer, normalize_advantages
 from trl_lite.aggregation import AGGREGATIONS
 
@@ -32,71 +43,47 @@ SPLITS = [  # (per_device_train_batch_size, gradient_accumulation_steps): one op
 ]
 
 
+def _split_runs(model_dir, tmp_path, splits, **fields):
+    """The same training, once per (per_device_train_batch_size, gradient_accumulation_steps) split."""
+    return [
+        _train(model_dir, tmp_path / f"{batch}x{accumulation}", per_device_train_batch_size=batch,
+               gradient_accumulation_steps=accumulation, **fields)
+        for batch, accumulation in splits
+    ]
+
+
 @pytest.mark.parametrize("overlong_filter", [False, True], ids=["all", "overlong_filter"])
 @pytest.mark.parametrize("mode", AGGREGATIONS.names())
 def test_update_does_not_depend_on_micro_batching(tiny_model_dir, tmp_path, mode, overlong_filter):
-    params, losses = [], []
-    for batch, accumulation in SPLITS:
-        trainer = _train(
-            tiny_model_dir,
-            tmp_path / f"{batch}x{accumulation}",
-            per_device_train_batch_size=batch,
-            gradient_accumulation_steps=accumulation,
-            loss_aggregation=mode,
-            overlong_filter=overlong_filter,
-        )
-        params.append(snapshot(trainer.model))
-        losses.append([log["loss"] for log in trainer.state.log_history if "loss" in log])
-        truncated = torch.cat([r["truncated"] for r in trainer.rounds])
-        assert 0 < truncated.float().mean() < 1  # the fixture has both kinds
-    initial = snapshot(type(trainer.model).from_pretrained(tiny_model_dir))
-    assert max((params[0][k] - initial[k]).abs().max().item() for k in initial) > 1e-3
-    for other, other_losses in zip(params[1:], losses[1:]):
+    runs = _split_runs(tiny_model_dir, tmp_path, SPLITS, loss_aggregation=mode, overlong_filter=overlong_filter)
+    truncated = torch.cat([r["truncated"] for r in runs[0].rounds])
+    assert 0 < truncated.float().mean() < 1  # the fixture has both kinds
+    initial, trained = snapshot(type(runs[0].model).from_pretrained(tiny_model_dir)), snapshot(runs[0].model)
+    assert max((trained[k] - initial[k]).abs().max().item() for k in initial) > 1e-3
+    losses = [[log["loss"] for log in run.state.log_history if "loss" in log] for run in runs]
+    for other, other_losses in zip(runs[1:], losses[1:]):
         assert other_losses == pytest.approx(losses[0], abs=1e-6)
-        for name in other:
-            torch.testing.assert_close(other[name], params[0][name], rtol=0, atol=1e-6, msg=name)
+        assert_same_weights(other, runs[0])
 
 
 @pytest.mark.parametrize("mode", ["seq-mean-token-mean", "seq-mean-token-sum-norm"])
 def test_kl_term_is_aggregated_like_the_policy_term(tiny_model_dir, tmp_path, mode):
-    # beta > 0 with a reference model: the KL term follows the same aggregation, so splits still agree
-    params = []
-    for batch, accumulation in SPLITS[:2]:
-        trainer = _train(
-            tiny_model_dir,
-            tmp_path / f"{batch}x{accumulation}",
-            per_device_train_batch_size=batch,
-            gradient_accumulation_steps=accumulation,
-            loss_aggregation=mode,
-            beta=0.5,
-            max_steps=3,  # the KL is 0 at step 1 (policy == reference); steps 2-3 test it
-        )
-        params.append(snapshot(trainer.model))
-        assert any(log.get("kl", 0) > 0 for log in trainer.state.log_history)
-    for name in params[0]:
-        torch.testing.assert_close(params[1][name], params[0][name], rtol=0, atol=1e-6, msg=name)
+    # beta > 0 with a reference model: the KL term follows the same aggregation, so splits still agree.
+    # max_steps=3: the KL is 0 at step 1 (policy == reference); steps 2-3 test it
+    runs = _split_runs(tiny_model_dir, tmp_path, SPLITS[:2], loss_aggregation=mode, beta=0.5, max_steps=3)
+    assert all(any(log.get("kl", 0) > 0 for log in run.state.log_history) for run in runs)
+    assert_same_weights(runs[1], runs[0])
 
 
 def test_kl_reweighting_matches_trl_grpo(tiny_model_dir, tmp_path):
     # TRL's "grpo" adds the KL to every token before its sequence-level mean; ours must do the same
-    from trl import GRPOConfig, GRPOTrainer
-
-    common = dict(max_steps=3, beta=0.5, gradient_accumulation_steps=2)
-    common["model_init_kwargs"] = {"dtype": torch.float64}
-    lite = LitePPOTrainer(
-        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
-        args=LitePPOConfig(**train_args(tmp_path / "lite", loss_aggregation="seq-mean-token-mean", advantage_std="group", **common)),
-    )
-    lite.train()  # train before building the next trainer: each seeds the global RNG when it is built
-    ref = GRPOTrainer(
-        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
-        args=GRPOConfig(**train_args(tmp_path / "trl", loss_type="grpo", scale_rewards="group", **common)),
-    )
-    ref.train()
-    a, b = snapshot(lite.model), snapshot(ref.model)
+    common = dict(max_steps=3, beta=0.5, gradient_accumulation_steps=2, model_init_kwargs={"dtype": torch.float64})
+    lite = train_run(LitePPOTrainer, LitePPOConfig, tiny_model_dir, tmp_path / "lite",
+                     loss_aggregation="seq-mean-token-mean", advantage_std="group", **common)
+    ref = train_run(GRPOTrainer, GRPOConfig, tiny_model_dir, tmp_path / "trl", loss_type="grpo", scale_rewards="group",
+                    **common)
     assert any(log.get("kl", 0) > 0 for log in lite.state.log_history)
-    for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, msg=name)
+    assert_same_weights(lite, ref)
 
 
 def test_overlong_filter_zeroes_truncated_and_keeps_others_statistics(tiny_model_dir, tmp_path):
@@ -157,19 +144,9 @@ def test_each_optimizer_step_normalizes_by_its_own_tokens(tiny_model_dir, tmp_pa
 def test_sequence_mean_over_steps_within_a_round_matches_trl(tiny_model_dir, tmp_path):
     # TRL's "grpo" is exact per micro-batch when every sequence has tokens; with steps_per_generation=2 the weights
     # must be computed per optimizer step, not per generation round, to agree with it.
-    from trl import GRPOConfig, GRPOTrainer
-
     common = dict(steps_per_generation=2, max_steps=4, model_init_kwargs={"dtype": torch.float64})
-    lite = LitePPOTrainer(
-        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
-        args=LitePPOConfig(**train_args(tmp_path / "lite", loss_aggregation="seq-mean-token-mean", advantage_std="group", **common)),
-    )
-    lite.train()  # train before building the next trainer: each seeds the global RNG when it is built
-    ref = GRPOTrainer(
-        model=tiny_model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(),
-        args=GRPOConfig(**train_args(tmp_path / "trl", loss_type="grpo", scale_rewards="group", **common)),
-    )
-    ref.train()
-    a, b = snapshot(lite.model), snapshot(ref.model)
-    for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6, msg=name)
+    lite = train_run(LitePPOTrainer, LitePPOConfig, tiny_model_dir, tmp_path / "lite",
+                     loss_aggregation="seq-mean-token-mean", advantage_std="group", **common)
+    ref = train_run(GRPOTrainer, GRPOConfig, tiny_model_dir, tmp_path / "trl", loss_type="grpo", scale_rewards="group",
+                    **common)
+    assert_same_weights(lite, ref)

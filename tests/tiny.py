@@ -104,6 +104,21 @@ def deterministic_rollout(prompts, trainer) -> dict:
     return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs}
 
 
+def train_run(trainer_cls, config_cls, model_dir, output_dir, **fields):
+    """Builds one trainer on the tiny task and trains it. Comparisons must train each run before building the next:
+    a trainer seeds the global RNG when it is built."""
+    args = config_cls(**train_args(output_dir, **fields))
+    trainer = trainer_cls(model=model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset())
+    trainer.train()
+    return trainer
+
+
+def assert_same_weights(a, b, atol=1e-6):
+    first, second = snapshot(a.model), snapshot(b.model)
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], rtol=0, atol=atol, msg=name)
+
+
 def snapshot(model) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone().double() for name, p in model.named_parameters()}
 

@@ -118,8 +118,18 @@ class LitePPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        self._resolve_advantage_std()
-        self._resolve_loss_aggregation()
+        self._translate_trl_field(
+            "advantage_std", "scale_rewards", _SCALE_REWARDS_TO_STD, "batch", ADVANTAGE_STDS,
+            "; expected one of ['group', 'batch', 'none', True, False] (or set advantage_std instead).",
+        )
+        self.scale_rewards = self.advantage_std if self.advantage_std in ("group", "batch", "none") else "none"
+        self._translate_trl_field(
+            "loss_aggregation", "loss_type", TRL_LOSS_TYPE_TO_AGGREGATION, "token-mean", AGGREGATIONS,
+            " by LitePPOConfig: it changes the per-token objective, which Lite PPO's loss aggregation cannot express. "
+            f"Expected one of {list(TRL_LOSS_TYPE_TO_AGGREGATION)}, or set loss_aggregation to one of "
+            f"{AGGREGATIONS.names()}.",
+        )
+        self.loss_type = _AGGREGATION_TO_LOSS_TYPE.get(self.loss_aggregation, "dapo")
         if self.advantage_mean not in ADVANTAGE_MEANS:
             raise ValueError(
                 f"advantage_mean={self.advantage_mean!r} is not supported; expected one of {ADVANTAGE_MEANS.names()}."
@@ -155,47 +165,20 @@ class LitePPOConfig(GRPOConfig):
                 "loss aggregation is exact."
             )
 
-    def _resolve_advantage_std(self):
-        if self.scale_rewards is not None:
-            if self.scale_rewards not in _SCALE_REWARDS_TO_STD:
+    def _translate_trl_field(self, name, trl_name, translations, default, registry, unknown_trl_value):
+        """Sets field `name` from TRL's overlapping field `trl_name` when that is set (never silently ignored)."""
+        value, trl_value = getattr(self, name), getattr(self, trl_name)
+        if trl_value is not None:
+            if trl_value not in translations:
+                raise ValueError(f"{trl_name}={trl_value!r} is not supported{unknown_trl_value}")
+            translated = translations[trl_value]
+            if value is not None and value != translated:
                 raise ValueError(
-                    f"scale_rewards={self.scale_rewards!r} is not supported; expected one of "
-                    "['group', 'batch', 'none', True, False] (or set advantage_std instead)."
+                    f"{trl_name}={trl_value!r} ({name}={translated!r}) conflicts with {name}={value!r}; set only {name}."
                 )
-            translated = _SCALE_REWARDS_TO_STD[self.scale_rewards]
-            if self.advantage_std is not None and self.advantage_std != translated:
-                raise ValueError(
-                    f"scale_rewards={self.scale_rewards!r} (advantage_std={translated!r}) conflicts with "
-                    f"advantage_std={self.advantage_std!r}; set only advantage_std."
-                )
-            self.advantage_std = translated
-        elif self.advantage_std is None:
-            self.advantage_std = "batch"
-        if self.advantage_std not in ADVANTAGE_STDS:
-            raise ValueError(
-                f"advantage_std={self.advantage_std!r} is not supported; expected one of {ADVANTAGE_STDS.names()}."
-            )
-        self.scale_rewards = self.advantage_std if self.advantage_std in ("group", "batch", "none") else "none"
-
-    def _resolve_loss_aggregation(self):
-        if self.loss_type is not None:
-            if self.loss_type not in TRL_LOSS_TYPE_TO_AGGREGATION:
-                raise ValueError(
-                    f"loss_type={self.loss_type!r} is not supported by LitePPOConfig: it changes the per-token objective, "
-                    "which Lite PPO's loss aggregation cannot express. Expected one of "
-                    f"{list(TRL_LOSS_TYPE_TO_AGGREGATION)}, or set loss_aggregation to one of {AGGREGATIONS.names()}."
-                )
-            translated = TRL_LOSS_TYPE_TO_AGGREGATION[self.loss_type]
-            if self.loss_aggregation is not None and self.loss_aggregation != translated:
-                raise ValueError(
-                    f"loss_type={self.loss_type!r} (loss_aggregation={translated!r}) conflicts with "
-                    f"loss_aggregation={self.loss_aggregation!r}; set only loss_aggregation."
-                )
-            self.loss_aggregation = translated
-        elif self.loss_aggregation is None:
-            self.loss_aggregation = "token-mean"
-        if self.loss_aggregation not in AGGREGATIONS:
-            raise ValueError(
-                f"loss_aggregation={self.loss_aggregation!r} is not supported; expected one of {AGGREGATIONS.names()}."
-            )
-        self.loss_type = _AGGREGATION_TO_LOSS_TYPE.get(self.loss_aggregation, "dapo")
+            value = translated
+        elif value is None:
+            value = default
+        if value not in registry:
+            raise ValueError(f"{name}={value!r} is not supported; expected one of {registry.names()}.")
+        setattr(self, name, value)

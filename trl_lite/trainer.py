@@ -118,7 +118,7 @@ class LitePPOTrainer(GRPOTrainer):
             logged.pop()
         logged.extend(advantages.tolist())
 
-        counted = ~torch.isnan(rewards) & (~truncated if valid is not None else torch.ones_like(truncated))
+        counted = ~torch.isnan(rewards) if valid is None else ~torch.isnan(rewards) & valid
         metrics = self._metrics[mode]
         metrics["advantages/mean"].append(advantages[counted].mean().item() if counted.any() else float("nan"))
         metrics["advantages/std"].append(advantages[counted].std().item() if counted.sum() > 1 else float("nan"))
