@@ -108,6 +108,9 @@ def test_refuses_a_grpo_config(tiny_model_dir, tmp_path):
                        args=GRPOConfig(**train_args(tmp_path)), train_dataset=prompt_dataset())
 
 
-def test_model_card_metadata():
-    assert {"trl-lite", "lite-ppo"} <= set(LitePPOTrainer._tag_names)
-    assert LitePPOTrainer._name == "LitePPO" and LitePPOTrainer._paper["id"] == "2508.08221"
+def test_model_card_metadata(tiny_model_dir, tmp_path):
+    trainer, _ = _train(tiny_model_dir, tmp_path, max_steps=1)
+    trainer.create_model_card(model_name="tiny-lite")
+    card = (tmp_path / "README.md").read_text()
+    assert "lite-ppo" in card and "trl-lite" in card  # tags
+    assert "2508.08221" in card and "Tricks or Traps" in card  # the paper and its citation
