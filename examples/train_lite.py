@@ -1,110 +1,182 @@
-"""Train a policy with Lite PPO.
+"""Train a policy with Lite PPO (arXiv 2508.08221), from a CPU laptop to multi-GPU clusters.
 
-With no arguments, this runs offline on CPU: a tiny, randomly initialised Llama learns a built-in arithmetic task
-for a few steps (a smoke run of the whole pipeline; it needs no network and no GPU):
+With no arguments, this runs offline on CPU in a few minutes: the small policy shipped in the package (a character
+model taught the answer format by SFT, see `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with
+Lite PPO, and held-out accuracy on the hard level is printed before and after training (greedy and sampled):
 
     python examples/train_lite.py
     accelerate launch examples/train_lite.py
 
-At real scale, any LitePPOConfig field is a flag:
+At real scale every LitePPOConfig field is a flag, and `--config recipe.yaml` loads a recipe:
 
-    accelerate launch examples/train_lite.py \
-        --model_name_or_path Qwen/Qwen3-4B-Base --dataset_name DATASET --prompt_column problem --answer_column answer \
-        --per_device_train_batch_size 8 --num_generations 8 --max_completion_length 8192 --learning_rate 1e-6 \
-        --advantage_mean group --advantage_std batch --loss_aggregation token-mean --output_dir runs/lite-ppo
+    accelerate launch --config_file examples/accelerate_configs/deepspeed_zero3.yaml examples/train_lite.py \
+        --config examples/recipes/lite_ppo_qwen3_4b_base.yaml
+    accelerate launch --config_file examples/accelerate_configs/deepspeed_zero3.yaml examples/train_lite.py \
+        --model_name_or_path Qwen/Qwen3-4B-Base --dataset_name zwhe99/DeepMath-103K --prompt_column question \
+        --answer_column final_answer --reward_funcs math_verify --use_vllm --vllm_mode colocate \
+        --num_generations 8 --per_device_train_batch_size 16 --gradient_accumulation_steps 8 \
+        --max_completion_length 8192 --temperature 0.99 --top_p 0.99 --learning_rate 1e-6 --bf16 \
+        --output_dir runs/lite-ppo-qwen3-4b-base
+    # LoRA: add --use_peft --lora_r 64 --lora_alpha 128 --lora_target_modules all-linear
+    # Multi-GPU without DeepSpeed: --config_file examples/accelerate_configs/multi_gpu.yaml
+    # Push the result with its model card: --push_to_hub --hub_model_id you/lite-ppo-qwen3-4b
 """
 
 from __future__ import annotations
 
 import os
-import random
-import tempfile
+import sys
 from dataclasses import dataclass, field
 
-from datasets import Dataset, load_dataset
+import torch
+from datasets import load_dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.integrations import is_deepspeed_zero3_enabled
 from trl import ModelConfig, TrlParser, get_peft_config
 
 from trl_lite import LitePPOConfig, LitePPOTrainer
+from trl_lite.hub import HubPushError
+from trl_lite.tasks.arithmetic import (
+    SYSTEM_PROMPT,
+    arithmetic_dataset,
+    embedded_policy_path,
+    exact_answer_reward,
+    pass_rate,
+)
+from trl_lite.tasks.rewards import REWARDS
 
 
 @dataclass
 class ScriptArguments:
     dataset_name: str | None = field(
-        default=None, metadata={"help": "Hub id or local path of a dataset; the built-in arithmetic task when unset."}
+        default=None,
+        metadata={"help": "Hub id or local path (JSONL/parquet/folder) of a dataset with a prompt and an answer column. "
+                          "The built-in arithmetic task when unset."},
     )
-    dataset_split: str = field(default="train", metadata={"help": "Split to train on."})
-    prompt_column: str = field(default="prompt", metadata={"help": "Column holding the prompt."})
+    dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name."})
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    dataset_test_split: str | None = field(default=None, metadata={"help": "Split to evaluate on (eval_steps)."})
+    prompt_column: str = field(default="prompt", metadata={"help": "Column holding the prompt (text or chat)."})
     answer_column: str = field(default="answer", metadata={"help": "Column holding the gold answer."})
+    reward_funcs: str = field(
+        default="exact_answer",
+        metadata={"help": f"Comma-separated reward names, among {REWARDS.names()}."},
+    )
+    train_levels: str = field(default="medium,hard", metadata={"help": "Built-in task: levels to train on."})
+    eval_level: str = field(default="hard", metadata={"help": "Built-in task: held-out level reported before/after."})
 
 
 ################
-# Built-in task and reward
+# Data
 ################
-def arithmetic_dataset(num: int = 256, seed: int = 0) -> Dataset:
-    rng = random.Random(seed)
-    pairs = [(rng.randint(0, 9), rng.randint(0, 9)) for _ in range(num)]
-    return Dataset.from_dict({"prompt": [f"{a}+{b}=" for a, b in pairs], "answer": [str(a + b) for a, b in pairs]})
+def _load(path_or_id: str, config: str | None, split: str):
+    ext = os.path.splitext(path_or_id)[1].lstrip(".")
+    if os.path.isfile(path_or_id) and ext in ("json", "jsonl", "parquet", "csv"):
+        return load_dataset("json" if ext == "jsonl" else ext, data_files=path_or_id, split=split)
+    return load_dataset(path_or_id, config, split=split)
 
 
-def exact_answer_reward(completions, answer, **kwargs) -> list[float]:
-    """1.0 when the completion, stripped, starts with the gold answer; else 0.0."""
-    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-    return [float(t.strip().startswith(str(a))) for t, a in zip(texts, answer)]
+def prepare_dataset(script_args: ScriptArguments, split: str):
+    dataset = _load(script_args.dataset_name, script_args.dataset_config, split)
+    missing = [c for c in (script_args.prompt_column, script_args.answer_column) if c not in dataset.column_names]
+    if missing:
+        raise ValueError(
+            f"dataset {script_args.dataset_name!r} has no column {missing}; its columns are {dataset.column_names}. "
+            "Set --prompt_column and --answer_column."
+        )
+
+    def to_schema(row):
+        prompt = row[script_args.prompt_column]
+        if isinstance(prompt, str):  # raw text: the paper's chat format
+            prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+        return {"prompt": prompt, "answer": str(row[script_args.answer_column])}
+
+    return dataset.map(to_schema, remove_columns=dataset.column_names)
 
 
-def tiny_model(path: str) -> str:
-    from tests.tiny import build_tiny_model  # a character-level Llama built locally, no download
-
-    return build_tiny_model(path)
+def report_accuracy(trainer, tokenizer, eval_set, label: str):
+    greedy = pass_rate(trainer.model, tokenizer, eval_set, greedy=True)
+    sampled = pass_rate(trainer.model, tokenizer, eval_set, greedy=False)
+    if trainer.accelerator.is_main_process:
+        print(f"[{label}] held-out accuracy on {len(eval_set)} problems: greedy {greedy:.3f}, sampled {sampled:.3f}")
+    return {"greedy": greedy, "sampled": sampled}
 
 
 def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args: ModelConfig):
-    ################
-    # Data
-    ################
-    if script_args.dataset_name is None:
-        dataset = arithmetic_dataset()
+    builtin = script_args.dataset_name is None
+    # Under ZeRO-3 the weights are sharded until training starts, so the before/after report is left out.
+    report = builtin and not is_deepspeed_zero3_enabled()
+    if builtin:
+        train_set = arithmetic_dataset(script_args.train_levels, split="train", seed=training_args.seed)
+        eval_set = arithmetic_dataset(script_args.eval_level, split="test", num_per_level=200, seed=0)
+        datasets = ["trl-lite built-in arithmetic task"]
     else:
-        dataset = load_dataset(script_args.dataset_name, split=script_args.dataset_split)
-        missing = {script_args.prompt_column, script_args.answer_column} - set(dataset.column_names)
-        if missing:
-            raise ValueError(
-                f"dataset {script_args.dataset_name!r} lacks the columns {sorted(missing)}; it has "
-                f"{dataset.column_names}. Set --prompt_column and --answer_column."
-            )
-        dataset = dataset.rename_columns(
-            {c: n for c, n in [(script_args.prompt_column, "prompt"), (script_args.answer_column, "answer")] if c != n}
-        )
+        train_set = prepare_dataset(script_args, script_args.dataset_train_split)
+        eval_set = prepare_dataset(script_args, script_args.dataset_test_split) if script_args.dataset_test_split else None
+        datasets = [script_args.dataset_name]
+    reward_names = [name.strip() for name in script_args.reward_funcs.split(",") if name.strip()]
+    unknown = [name for name in reward_names if name not in REWARDS]
+    if unknown:
+        raise ValueError(f"reward_funcs={script_args.reward_funcs!r} names {unknown}; accepted: {REWARDS.names()}.")
 
     ################
-    # Model and training
+    # Model
     ################
-    model = model_args.model_name_or_path or tiny_model(tempfile.mkdtemp(prefix="trl-lite-tiny-"))
+    model_id = model_args.model_name_or_path or embedded_policy_path()
+    tokenizer = AutoTokenizer.from_pretrained(model_id, revision=model_args.model_revision)
+    model = AutoModelForCausalLM.from_pretrained(
+        model_id,
+        revision=model_args.model_revision,
+        attn_implementation=model_args.attn_implementation,
+        dtype=getattr(torch, model_args.dtype) if model_args.dtype not in (None, "auto") else "auto",
+    )
+
+    ################
+    # Training
+    ################
     trainer = LitePPOTrainer(
         model=model,
-        reward_funcs=exact_answer_reward,
+        reward_funcs=[REWARDS[name] for name in reward_names],
         args=training_args,
-        train_dataset=dataset,
+        train_dataset=train_set,
+        eval_dataset=None if builtin else eval_set,
+        processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
+    trainer.card_datasets = datasets
+    before = report_accuracy(trainer, tokenizer, eval_set, "before") if report else None
     trainer.train()
-    trainer.save_model(training_args.output_dir)
-    if training_args.push_to_hub:
-        trainer.push_to_hub()
+    if report:
+        after = report_accuracy(trainer, tokenizer, eval_set, "after")
+        trainer.evaluation_results = {
+            f"arithmetic/{script_args.eval_level} {kind} accuracy": f"{before[kind]:.3f} -> {after[kind]:.3f}"
+            for kind in ("greedy", "sampled")
+        }
+
+    ################
+    # Save (with the model card) and push
+    ################
+    if not training_args.push_to_hub:
+        trainer.save_model(training_args.output_dir)
+        return
+    try:
+        trainer.push_to_hub(dataset_name=datasets)  # saves the model and its card locally first
+    except HubPushError as err:
+        print(err, file=sys.stderr)
+        sys.exit(1)
+
+
+# Small settings for the no-argument CPU run: the embedded policy, 8 completions per prompt, short answers.
+CPU_DEFAULTS = [
+    "--output_dir", "runs/train_lite", "--max_steps", "200", "--per_device_train_batch_size", "64",
+    "--num_generations", "8", "--max_completion_length", "14", "--learning_rate", "1e-4", "--temperature", "1.0",
+    "--logging_steps", "20", "--report_to", "none", "--save_strategy", "no", "--bf16", "false",
+    "--lr_scheduler_type", "constant", "--seed", "0",
+]
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    defaults = ["--output_dir", "runs/train_lite", "--max_steps", "20", "--per_device_train_batch_size", "8",
-                "--num_generations", "8", "--max_completion_length", "4", "--learning_rate", "1e-2",
-                "--logging_steps", "5", "--report_to", "none", "--save_strategy", "no"]
-    import torch
-
-    if not torch.cuda.is_available():
-        defaults.append("--use_cpu")  # TRL defaults to bf16, which needs a GPU
-    argv = sys.argv[1:] if len(sys.argv) > 1 else defaults
+    argv = sys.argv[1:] if len(sys.argv) > 1 else CPU_DEFAULTS + ([] if torch.cuda.is_available() else ["--use_cpu"])
     script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
     main(script_args, training_args, model_args)

@@ -52,6 +52,8 @@ class LitePPOConfig(GRPOConfig):
             the reward metrics. TRL's `mask_truncated_completions` only removes them from the loss (their rewards
             still move the other samples' advantages); `overlong_filter=True` turns it on as well. The paper finds it
             helps at short maximum lengths (8k) but not at 20k (Takeaway 7).
+        recipe (`str`, *optional*):
+            Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card.
         epsilon (`float`, *optional*, defaults to `0.2`):
             Lower clip bound of the PPO ratio, `1 - epsilon` (TRL's field, unchanged).
         epsilon_high (`float`, *optional*):
@@ -96,6 +98,10 @@ class LitePPOConfig(GRPOConfig):
             "help": "Exclude truncated completions (no EOS) from the loss and from the advantage statistics (advantage "
             "0). Stronger than `mask_truncated_completions`, which it turns on."
         },
+    )
+    recipe: str | None = field(
+        default=None,
+        metadata={"help": "Name of the recipe these settings come from, recorded in the model card."},
     )
     epsilon: float = field(
         default=0.2,

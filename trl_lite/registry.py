@@ -53,3 +53,6 @@ class Registry(Generic[F]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
+
+    def __getitem__(self, name: str) -> F:
+        return self.get(name)

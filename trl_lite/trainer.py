@@ -9,9 +9,10 @@ from trl.trainer.utils import get_config_model_id
 from .advantages import normalize_advantages, zero_std_group_fraction
 from .aggregation import sequence_weights
 from .config import LitePPOConfig
+from .hub import ModelCardMixin
 
 
-class LitePPOTrainer(GRPOTrainer):
+class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
     r"""
     Trainer for Lite PPO ("Tricks or Traps? A Deep Dive into RL for LLM Reasoning",
     https://huggingface.co/papers/2508.08221), a drop-in replacement for [`~trl.GRPOTrainer`].
@@ -35,6 +36,10 @@ class LitePPOTrainer(GRPOTrainer):
     `advantages/frac_zero_std_groups` (per group, whatever the std level), `overlong/frac_truncated` and
     `overlong/frac_filtered`. The clip fractions at the low and high bound are TRL's `clip_ratio/low_mean` and
     `clip_ratio/high_mean`.
+
+    Every saved model and checkpoint gets the trl-lite model card (`model_cards/lite_ppo.md`: technique settings,
+    training length, final reward, evaluation results); a failed `push_to_hub` raises one [`~trl_lite.hub.HubPushError`]
+    after the model and its card are saved locally (see [`~trl_lite.hub.ModelCardMixin`]).
     """
 
     _tag_names = ["trl", "trl-lite", "lite-ppo"]

@@ -1,0 +1,1 @@
+"""Model card templates, installed as `trl_lite.model_cards`."""

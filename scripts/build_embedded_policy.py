@@ -1,0 +1,117 @@
+"""Builds the small policy shipped in `trl_lite/assets/arith_policy/` from scratch, offline, on CPU.
+
+A 4-layer character-level Llama is taught the arithmetic task's answer format (`\\boxed{N}` then EOS) by supervised
+fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. A share of the SFT answers (`--label-noise`,
+35%) is off by 1 or 10, so the policy's greedy answer is mostly right while a sampled one is often wrong: its sampled
+pass rate sits well above 0 and well below 1, and RL has signal to sharpen it within minutes on a CPU.
+
+    python scripts/build_embedded_policy.py [--output trl_lite/assets/arith_policy] [--max-steps 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import string
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+from datasets import concatenate_datasets  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, set_seed  # noqa: E402
+from trl import SFTConfig, SFTTrainer  # noqa: E402
+
+from trl_lite.tasks.arithmetic import arithmetic_dataset, pass_rate  # noqa: E402
+
+SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
+CHARS = list(string.digits + "+-*=\\{}() boxed")
+# The system prompt is dropped: a model this small has no use for it. The user turn is followed by "=".
+CHAT_TEMPLATE = (
+    "{%- for m in messages -%}"
+    "{%- if m['role'] == 'user' -%}{{ m['content'] }}={%- elif m['role'] == 'assistant' -%}"
+    "{% generation %}{{ m['content'] }}{{ eos_token }}{% endgeneration %}{%- endif -%}"
+    "{%- endfor -%}"
+)
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    chars = list(dict.fromkeys(CHARS))
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + chars)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")  # one token per character
+    backend.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>",
+                                        bos_token="<bos>", unk_token="<unk>", padding_side="left")
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def _noisy(answer: str, index: int, seed: int, label_noise: float) -> str:
+    rng = random.Random(seed * 1_000_003 + index)
+    if rng.random() >= label_noise:
+        return answer
+    return str(int(answer) + rng.choice([-10, -1, 1, 10]))
+
+
+def sft_dataset(seed: int, label_noise: float):
+    data = concatenate_datasets(
+        [arithmetic_dataset("easy", seed=seed)] * 4
+        + [arithmetic_dataset("medium", num_per_level=4000, seed=seed)]
+        + [arithmetic_dataset("hard", num_per_level=8000, seed=seed)]
+    ).shuffle(seed=seed)
+    return data.map(
+        lambda row, i: {"completion": [
+            {"role": "assistant", "content": f"\\boxed{{{_noisy(row['answer'], i, seed, label_noise)}}}"}
+        ]},
+        with_indices=True,
+        remove_columns=["answer", "source", "difficulty"],
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output", default="trl_lite/assets/arith_policy")
+    parser.add_argument("--max-steps", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--label-noise", type=float, default=0.35)
+    args = parser.parse_args()
+    set_seed(args.seed)
+    tokenizer = build_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = SFTTrainer(
+            model=model,
+            processing_class=tokenizer,
+            train_dataset=sft_dataset(args.seed, args.label_noise),
+            args=SFTConfig(
+                output_dir=tmp, max_steps=args.max_steps, per_device_train_batch_size=64, learning_rate=3e-3,
+                lr_scheduler_type="cosine", warmup_steps=30, weight_decay=0.0, logging_steps=50, save_strategy="no",
+                report_to="none", use_cpu=True, bf16=False, seed=args.seed, max_length=64,
+            ),
+        )
+        trainer.train()
+    model = trainer.model
+    for level in ("easy", "medium", "hard"):
+        test = arithmetic_dataset(level, split="test", num_per_level=300)
+        print(f"{level}: greedy {pass_rate(model, tokenizer, test):.3f}, "
+              f"sampled {pass_rate(model, tokenizer, test, greedy=False):.3f}")
+    model.save_pretrained(args.output)
+    tokenizer.save_pretrained(args.output)
+    print(f"saved to {args.output}")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    main()

@@ -1,0 +1,193 @@
+"""The main job, examples/train_lite.py: the offline CPU default, LoRA, DDP and ZeRO-3 with two processes, the model
+card, the offline push, the recipes and launch configs, and the embedded policy's signal."""
+
+import glob
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import yaml
+from trl import ModelConfig, TrlParser
+
+from trl_lite import LitePPOConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "examples", "train_lite.py")
+_spec = importlib.util.spec_from_file_location("train_lite", SCRIPT)
+train_lite = importlib.util.module_from_spec(_spec)
+sys.modules["train_lite"] = train_lite  # dataclasses look their module up there
+_spec.loader.exec_module(train_lite)
+
+
+def _args(output_dir, *extra):
+    # The CPU defaults, shortened: 2 optimizer steps are enough to exercise the whole pipeline.
+    argv = [*train_lite.CPU_DEFAULTS, "--use_cpu", "--max_steps", "2", "--logging_steps", "1",
+            "--output_dir", str(output_dir), *extra]
+    return TrlParser((train_lite.ScriptArguments, LitePPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+def _card(output_dir) -> str:
+    return open(os.path.join(output_dir, "README.md")).read()
+
+
+def test_default_run(tmp_path, capsys):
+    train_lite.main(*_args(tmp_path))
+    out = capsys.readouterr().out
+    assert "[before] held-out accuracy on 200 problems: greedy" in out
+    assert "[after] held-out accuracy on 200 problems: greedy" in out
+    assert os.path.exists(tmp_path / "model.safetensors")
+    card = _card(tmp_path)
+    # the settings actually used, and what happened
+    assert "| advantage mean / std | group / batch |" in card
+    assert "| loss aggregation | token-mean |" in card
+    assert "| clip bounds (epsilon low / high) | 0.2 / 0.2 |" in card
+    assert "| overlong filter | False |" in card
+    assert "| optimizer steps | 2 of 2 |" in card
+    assert "trl-lite built-in arithmetic task" in card
+    assert "arithmetic/hard greedy accuracy" in card  # the before -> after figures
+    assert "2508.08221" in card and "lite-ppo" in card
+
+
+def test_card_records_the_settings_used(tmp_path):
+    train_lite.main(*_args(
+        tmp_path, "--max_steps", "1", "--advantage_std", "none", "--loss_aggregation", "seq-mean-token-mean",
+        "--epsilon_high", "0.28", "--overlong_filter", "--recipe", "instruct", "--learning_rate", "3e-5",
+    ))
+    card = _card(tmp_path)
+    assert "| recipe | instruct |" in card
+    assert "| advantage mean / std | group / none |" in card
+    assert "| loss aggregation | seq-mean-token-mean |" in card
+    assert "| clip bounds (epsilon low / high) | 0.2 / 0.28 |" in card
+    assert "| overlong filter | True |" in card
+    assert "| learning rate | 3e-05 |" in card
+    assert "| global batch (completions per optimizer step) | 64 |" in card
+
+
+def test_lora_run(tmp_path):
+    train_lite.main(*_args(tmp_path, "--use_peft", "--lora_r", "4", "--lora_alpha", "8",
+                           "--lora_target_modules", "q_proj", "v_proj"))
+    assert os.path.exists(tmp_path / "adapter_config.json")
+    assert not os.path.exists(tmp_path / "model.safetensors")  # only the adapter
+    card = _card(tmp_path)
+    assert "as a LoRA adapter" in card and "library_name: peft" in card
+
+
+def test_push_offline_fails_once_and_keeps_local_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit) as exit_info:
+        train_lite.main(*_args(tmp_path, "--push_to_hub", "--hub_model_id", "someone/tiny-lite"))
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "push_to_hub to 'someone/tiny-lite' failed (OfflineModeIsEnabled" in err
+    assert str(tmp_path) in err and "hf upload someone/tiny-lite" in err
+    assert os.path.exists(tmp_path / "model.safetensors")
+    assert "| optimizer steps | 2 of 2 |" in _card(tmp_path)
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(str(tmp_path))  # still loadable
+
+
+def test_unknown_reward_and_missing_columns_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"reward_funcs='nope' names \['nope'\]; accepted: \["):
+        train_lite.main(*_args(tmp_path, "--reward_funcs", "nope"))
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"problem": "1+1", "solution": "2"}) + "\n")
+    with pytest.raises(ValueError, match=r"has no column \['prompt', 'answer'\]; its columns are \['problem', 'solution'\]"):
+        train_lite.main(*_args(tmp_path / "out", "--dataset_name", str(data)))
+
+
+def test_local_dataset_with_configured_columns(tmp_path):
+    data = tmp_path / "data.jsonl"
+    rows = [{"problem": f"{a}+{b}", "solution": str(a + b)} for a in range(4) for b in range(4)]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    train_lite.main(*_args(tmp_path / "out", "--dataset_name", str(data), "--prompt_column", "problem",
+                           "--answer_column", "solution", "--per_device_train_batch_size", "16"))
+    assert str(data) in _card(tmp_path / "out")
+
+
+def test_embedded_policy_has_rl_signal():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_lite.tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
+
+    path = embedded_policy_path()
+    assert sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*"))) < 20 * 2**20  # under 20 MB
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    hard = arithmetic_dataset("hard", split="test", num_per_level=300)
+    sampled = pass_rate(model, tokenizer, hard, greedy=False)
+    assert 0.1 < sampled < 0.9, sampled  # well above 0 and well below 1: RL has signal
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _torchrun(tmp_path, *extra):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(_free_port()), SCRIPT, *train_lite.CPU_DEFAULTS, "--use_cpu", "--max_steps", "2",
+           "--per_device_train_batch_size", "32", "--output_dir", str(tmp_path / "out"), *extra]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+@pytest.mark.slow
+def test_ddp_two_processes(tmp_path):
+    result = _torchrun(tmp_path)
+    assert result.stdout.count("[after] held-out accuracy") == 1  # printed by the main process only
+    assert "| global batch (completions per optimizer step) | 64 |" in _card(tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_deepspeed_zero3_two_processes(tmp_path):
+    config = tmp_path / "zero3.json"
+    config.write_text(json.dumps({
+        "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True},
+        "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+    }))
+    _torchrun(tmp_path, "--deepspeed", str(config))
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(str(tmp_path / "out"))  # the gathered weights load
+    assert "| optimizer steps | 2 of 2 |" in _card(tmp_path / "out")
+
+
+@pytest.mark.parametrize("recipe", sorted(glob.glob(os.path.join(ROOT, "examples", "recipes", "*.yaml"))),
+                         ids=os.path.basename)
+def test_recipes_parse_to_the_paper_settings(recipe):
+    overrides = ["--config", recipe, "--bf16", "false", "--use_cpu", "--use_vllm", "false"]  # CPU-only parse
+    script_args, args, model_args = TrlParser(
+        (train_lite.ScriptArguments, LitePPOConfig, ModelConfig)
+    ).parse_args_and_config(args=overrides)
+    assert model_args.model_name_or_path.startswith("Qwen/Qwen3-")
+    assert (args.num_generations, args.temperature, args.top_p, args.learning_rate) == (8, 0.99, 0.99, 1e-6)
+    assert args.max_completion_length == 8192
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps * 8 == 128 * 8  # on 8 GPUs
+    name = os.path.basename(recipe)
+    expected = {
+        "lite_ppo": ("group", "batch", "token-mean", 0.2, False),
+        "grpo": ("group", "group", "seq-mean-token-mean", 0.2, False),
+        "dapo": ("group", "group", "token-mean", 0.28, True),
+        "instruct": ("group", "batch", "seq-mean-token-mean", 0.32 if "4b" in name else 0.28, False),
+    }[args.recipe]
+    got = (args.advantage_mean, args.advantage_std, args.loss_aggregation, args.epsilon_high, args.overlong_filter)
+    assert got == expected
+    assert script_args.reward_funcs == "math_verify"
+
+
+def test_accelerate_configs():
+    configs = {os.path.basename(p): yaml.safe_load(open(p))
+               for p in glob.glob(os.path.join(ROOT, "examples", "accelerate_configs", "*.yaml"))}
+    assert configs["single_gpu.yaml"]["num_processes"] == 1
+    assert configs["multi_gpu.yaml"]["distributed_type"] == "MULTI_GPU"
+    assert configs["deepspeed_zero2.yaml"]["deepspeed_config"]["zero_stage"] == 2
+    assert configs["deepspeed_zero3.yaml"]["deepspeed_config"]["zero_stage"] == 3
+    offload = configs["deepspeed_zero3_offload.yaml"]["deepspeed_config"]
+    assert (offload["zero_stage"], offload["offload_optimizer_device"], offload["offload_param_device"]) == (3, "cpu", "cpu")

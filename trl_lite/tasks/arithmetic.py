@@ -1,0 +1,119 @@
+"""A built-in arithmetic task with difficulty levels, held-out splits and an exact-answer reward.
+
+Rows use the same schema as the math datasets (`prompt` in chat format with the paper's system prompt, `answer`,
+`source`, `difficulty`), so the same training code serves both. The answer is expected inside `\\boxed{}`.
+
+| level  | problems                              |
+|--------|---------------------------------------|
+| easy   | `a+b`, `a` in 0..99, `b` in 0..9      |
+| medium | `a+b`, `a, b` in 10..99               |
+| hard   | `a+b`, `a` in 100..999, `b` in 10..99 |
+
+Splits are disjoint: every problem is assigned to `train` or `test` by a hash of its text, so a held-out problem is
+never trained on, whatever the seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from datasets import Dataset
+
+SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+LEVELS = ("easy", "medium", "hard")
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+def _all_problems(level: str) -> list[tuple[str, str]]:
+    if level == "easy":
+        return [(f"{a}+{b}", str(a + b)) for a in range(100) for b in range(10)]
+    if level == "medium":
+        return [(f"{a}+{b}", str(a + b)) for a in range(10, 100) for b in range(10, 100)]
+    if level == "hard":
+        return [(f"{a}+{b}", str(a + b)) for a in range(100, 1000) for b in range(10, 100)]
+    raise ValueError(f"level={level!r} is not supported; expected one of {list(LEVELS)}.")
+
+
+def _split_of(problem: str, test_fraction: float) -> str:
+    digest = int(hashlib.sha256(problem.encode()).hexdigest()[:8], 16)
+    return "test" if digest / 0xFFFFFFFF < test_fraction else "train"
+
+
+def arithmetic_dataset(
+    levels: str | list[str] = LEVELS,
+    split: str = "train",
+    num_per_level: int | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+) -> Dataset:
+    """Problems of the given levels and split, in the math datasets' schema.
+
+    Args:
+        levels: a level name, a comma-separated string or a list of them (`easy`, `medium`, `hard`).
+        split: `"train"` or `"test"` (held out).
+        num_per_level: sample this many problems per level (without replacement, capped at what exists).
+        seed: sampling seed.
+        test_fraction: share of problems held out.
+    """
+    if split not in ("train", "test"):
+        raise ValueError(f"split={split!r} is not supported; expected 'train' or 'test'.")
+    if isinstance(levels, str):
+        levels = [lv.strip() for lv in levels.split(",")]
+    rng = random.Random(seed)
+    rows = {"prompt": [], "answer": [], "source": [], "difficulty": []}
+    for level in levels:
+        problems = [p for p in _all_problems(level) if _split_of(p[0], test_fraction) == split]
+        if num_per_level is not None:
+            problems = rng.sample(problems, min(num_per_level, len(problems)))
+        for question, answer in problems:
+            rows["prompt"].append([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}])
+            rows["answer"].append(answer)
+            rows["source"].append("arithmetic")
+            rows["difficulty"].append(level)
+    return Dataset.from_dict(rows)
+
+
+def extract_boxed(text: str) -> str | None:
+    """The content of the last `\\boxed{...}` in `text`, stripped; None when there is none."""
+    found = _BOXED.findall(text)
+    return found[-1].strip() if found else None
+
+
+def exact_answer_reward(completions, answer, **kwargs) -> list[float]:
+    """1.0 when the last `\\boxed{}` of the completion holds exactly the gold answer, else 0.0."""
+    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
+    return [float(extract_boxed(t) == str(a).strip()) for t, a in zip(texts, answer)]
+
+
+def pass_rate(model, tokenizer, dataset: Dataset, *, greedy: bool = True, max_new_tokens: int = 12,
+              batch_size: int = 256, seed: int = 0) -> float:
+    """Share of `dataset` problems whose completion earns reward 1 (greedy decoding, or one sample at temperature 1)."""
+    import torch
+
+    prompts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in dataset["prompt"]]
+    correct = 0
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    model.eval()
+    try:
+        for start in range(0, len(prompts), batch_size):
+            batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
+                              add_special_tokens=False).to(model.device)
+            with torch.no_grad():
+                out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=not greedy,
+                                     temperature=None if greedy else 1.0, top_p=None, top_k=None,
+                                     pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+            texts = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+            correct += sum(exact_answer_reward(texts, dataset["answer"][start : start + batch_size]))
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return correct / max(len(prompts), 1)
+
+
+def embedded_policy_path() -> str:
+    """Local folder of the small policy shipped with the package (built by `scripts/build_embedded_policy.py`)."""
+    import importlib.resources
+
+    return str(importlib.resources.files("trl_lite").joinpath("assets/arith_policy"))
