@@ -114,3 +114,13 @@ def test_model_card_metadata(tiny_model_dir, tmp_path):
     card = (tmp_path / "README.md").read_text()
     assert "lite-ppo" in card and "trl-lite" in card  # tags
     assert "2508.08221" in card and "Tricks or Traps" in card  # the paper and its citation
+
+
+def test_checkpoints_carry_the_card_and_stay_loadable(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    trainer, _ = _train(tiny_model_dir, tmp_path, save_strategy="steps", save_steps=1, max_steps=2)
+    for step in (1, 2):
+        checkpoint = tmp_path / f"checkpoint-{step}"
+        assert f"| optimizer steps | {step} of 2 |" in (checkpoint / "README.md").read_text()
+        AutoModelForCausalLM.from_pretrained(str(checkpoint))

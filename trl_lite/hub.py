@@ -47,6 +47,11 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _is_hub_id(name: str) -> bool:
+    """`owner/name` with no spaces and not an existing local path."""
+    return name.count("/") == 1 and " " not in name and not os.path.exists(name)
+
+
 def _final_reward(log_history: list[dict]) -> str:
     rewards = [log["reward"] for log in log_history if "reward" in log and log["reward"] is not None]
     return f"{rewards[-1]:.4g}" if rewards else "n/a"
@@ -76,9 +81,11 @@ def render_model_card(
     epoch: float | None = None,
 ) -> ModelCard:
     """Renders the trl-lite model card for a run configured by `args` (a `LitePPOConfig`)."""
+    datasets = list(datasets or [])
+    hub_datasets = [d for d in datasets if _is_hub_id(d)]
     card_data = ModelCardData(
         base_model=base_model,
-        datasets=datasets or None,
+        datasets=hub_datasets or None,
         library_name="peft" if adapter else "transformers",
         model_name=model_name,
         tags=sorted(set(tags) | {"generated_from_trainer"}),
@@ -89,7 +96,8 @@ def render_model_card(
         template_path=template_path(),
         model_name=model_name,
         base_model=base_model,
-        datasets=datasets or [],
+        datasets=datasets,
+        hub_datasets=hub_datasets,
         model_id=model_id or model_name,
         adapter=adapter,
         trainer_name=trainer_name,
