@@ -22,14 +22,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from datasets import concatenate_datasets  # noqa: E402
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, set_seed  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, set_seed  # noqa: E402
 from trl import SFTConfig, SFTTrainer  # noqa: E402
 
 from trl_lite.tasks.arithmetic import arithmetic_dataset, pass_rate  # noqa: E402
+from trl_lite.tasks.char_tokenizer import char_tokenizer  # noqa: E402
 
-SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
-CHARS = list(string.digits + "+-*=\\{}() boxed")
+CHARS = string.digits + "+-*=\\{}() boxed"
 # The system prompt is dropped: a model this small has no use for it. The user turn is followed by "=".
 CHAT_TEMPLATE = (
     "{%- for m in messages -%}"
@@ -37,18 +36,6 @@ CHAT_TEMPLATE = (
     "{% generation %}{{ m['content'] }}{{ eos_token }}{% endgeneration %}{%- endif -%}"
     "{%- endfor -%}"
 )
-
-
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    chars = list(dict.fromkeys(CHARS))
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + chars)}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")  # one token per character
-    backend.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>",
-                                        bos_token="<bos>", unk_token="<unk>", padding_side="left")
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
 
 
 def _noisy(answer: str, index: int, seed: int, label_noise: float) -> str:
@@ -81,7 +68,7 @@ def main():
     parser.add_argument("--label-noise", type=float, default=0.35)
     args = parser.parse_args()
     set_seed(args.seed)
-    tokenizer = build_tokenizer()
+    tokenizer = char_tokenizer(CHARS, CHAT_TEMPLATE)
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,

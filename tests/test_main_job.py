@@ -34,6 +34,11 @@ def _card(output_dir) -> str:
     return open(os.path.join(output_dir, "README.md")).read()
 
 
+def _assert_rows(card: str, rows: dict):
+    for setting, value in rows.items():
+        assert f"| {setting} | {value} |" in card, (setting, value)
+
+
 def test_default_run(tmp_path, capsys):
     train_lite.main(*_args(tmp_path))
     out = capsys.readouterr().out
@@ -41,12 +46,13 @@ def test_default_run(tmp_path, capsys):
     assert "[after] held-out accuracy on 200 problems: greedy" in out
     assert os.path.exists(tmp_path / "model.safetensors")
     card = _card(tmp_path)
-    # the settings actually used, and what happened
-    assert "| advantage mean / std | group / batch |" in card
-    assert "| loss aggregation | token-mean |" in card
-    assert "| clip bounds (epsilon low / high) | 0.2 / 0.2 |" in card
-    assert "| overlong filter | False |" in card
-    assert "| optimizer steps | 2 of 2 |" in card
+    _assert_rows(card, {  # the settings actually used, and what happened
+        "advantage mean / std": "group / batch",
+        "loss aggregation": "token-mean",
+        "clip bounds (epsilon low / high)": "0.2 / 0.2",
+        "overlong filter": False,
+        "optimizer steps": "2 of 2",
+    })
     assert "trl-lite built-in arithmetic task" in card
     assert "arithmetic/hard greedy accuracy" in card  # the before -> after figures
     assert "2508.08221" in card and "lite-ppo" in card
@@ -57,14 +63,15 @@ def test_card_records_the_settings_used(tmp_path):
         tmp_path, "--max_steps", "1", "--advantage_std", "none", "--loss_aggregation", "seq-mean-token-mean",
         "--epsilon_high", "0.28", "--overlong_filter", "--recipe", "instruct", "--learning_rate", "3e-5",
     ))
-    card = _card(tmp_path)
-    assert "| recipe | instruct |" in card
-    assert "| advantage mean / std | group / none |" in card
-    assert "| loss aggregation | seq-mean-token-mean |" in card
-    assert "| clip bounds (epsilon low / high) | 0.2 / 0.28 |" in card
-    assert "| overlong filter | True |" in card
-    assert "| learning rate | 3e-05 |" in card
-    assert "| global batch (completions per optimizer step) | 64 |" in card
+    _assert_rows(_card(tmp_path), {
+        "recipe": "instruct",
+        "advantage mean / std": "group / none",
+        "loss aggregation": "seq-mean-token-mean",
+        "clip bounds (epsilon low / high)": "0.2 / 0.28",
+        "overlong filter": True,
+        "learning rate": "3e-05",
+        "global batch (completions per optimizer step)": 64,
+    })
 
 
 def test_lora_run(tmp_path):

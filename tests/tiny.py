@@ -8,26 +8,17 @@ import string
 
 import torch
 from datasets import Dataset
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from trl_lite import LitePPOTrainer
+from trl_lite.tasks.char_tokenizer import char_tokenizer
 
-SPECIALS = ["<pad>", "<eos>", "<bos>"]
-CHARS = list(string.digits + "+-=? abc")
+CHARS = string.digits + "+-=? abc"
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}={% endif %}"
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + CHARS)}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")  # one token per character
-    backend.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", padding_side="left"
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
+def build_tokenizer():
+    return char_tokenizer(CHARS, CHAT_TEMPLATE)
 
 
 def build_tiny_model(path, seed: int = 0) -> str:
@@ -85,7 +76,7 @@ def deterministic_rollout(prompts, trainer) -> dict:
     """
     tokenizer = trainer.processing_class
     max_len = trainer.max_completion_length
-    token_ids = tokenizer.convert_tokens_to_ids(CHARS)
+    token_ids = tokenizer.convert_tokens_to_ids(list(CHARS))
     seen: dict[str, int] = {}
     prompt_ids, completion_ids, logprobs = [], [], []
     for prompt in prompts:
