@@ -13,7 +13,7 @@ At real scale every LitePPOConfig field is a flag, and `--config recipe.yaml` lo
         --config examples/recipes/lite_ppo_qwen3_4b_base.yaml
     accelerate launch --config_file examples/accelerate_configs/deepspeed_zero3.yaml examples/train_lite.py \
         --model_name_or_path Qwen/Qwen3-4B-Base --dataset_name zwhe99/DeepMath-103K --prompt_column question \
-        --answer_column final_answer --reward_funcs math_verify --use_vllm --vllm_mode colocate \
+        --answer_column final_answer --reward_funcs math_accuracy --use_vllm --vllm_mode colocate \
         --num_generations 8 --per_device_train_batch_size 16 --gradient_accumulation_steps 8 \
         --max_completion_length 8192 --temperature 0.99 --top_p 0.99 --learning_rate 1e-6 --bf16 \
         --output_dir runs/lite-ppo-qwen3-4b-base
@@ -43,7 +43,7 @@ from trl_lite.tasks.arithmetic import (
     exact_answer_reward,
     pass_rate,
 )
-from trl_lite.tasks.rewards import REWARDS
+from trl_lite.rewards import REWARDS
 
 
 @dataclass

@@ -186,7 +186,7 @@ def test_recipes_parse_to_the_paper_settings(recipe):
     }[args.recipe]
     got = (args.advantage_mean, args.advantage_std, args.loss_aggregation, args.epsilon_high, args.overlong_filter)
     assert got == expected
-    assert script_args.reward_funcs == "math_verify"
+    assert script_args.reward_funcs == "math_accuracy"
 
 
 def test_accelerate_configs():

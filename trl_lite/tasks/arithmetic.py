@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-
 from datasets import Dataset
+
+from ..rewards import REWARDS, last_boxed
 
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 LEVELS = ("easy", "medium", "hard")
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 def _all_problems(level: str) -> list[tuple[str, str]]:
@@ -75,16 +74,11 @@ def arithmetic_dataset(
     return Dataset.from_dict(rows)
 
 
-def extract_boxed(text: str) -> str | None:
-    """The content of the last `\\boxed{...}` in `text`, stripped; None when there is none."""
-    found = _BOXED.findall(text)
-    return found[-1].strip() if found else None
-
-
+@REWARDS.register("exact_answer")
 def exact_answer_reward(completions, answer, **kwargs) -> list[float]:
     """1.0 when the last `\\boxed{}` of the completion holds exactly the gold answer, else 0.0."""
     texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-    return [float(extract_boxed(t) == str(a).strip()) for t, a in zip(texts, answer)]
+    return [float(last_boxed(t) == str(a).strip()) for t, a in zip(texts, answer)]
 
 
 def pass_rate(model, tokenizer, dataset: Dataset, *, greedy: bool = True, max_new_tokens: int = 12,

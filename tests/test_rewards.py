@@ -1,0 +1,116 @@
+"""The math reward: math-verify equivalences through the killable worker, scales, unscorable gold, timeouts, threads."""
+
+import threading
+import time
+
+import pytest
+
+from trl_lite.rewards import (
+    REWARDS,
+    MathAccuracyReward,
+    MathChecker,
+    boxed_format_reward,
+    last_boxed,
+    soft_overlong_punishment,
+)
+
+
+@pytest.fixture(scope="module")
+def reward():
+    r = MathAccuracyReward(timeout=10.0)  # one worker for the module: starting one costs a few seconds
+    yield r
+    r.checker.close()
+
+
+CASES = [
+    # (completion, gold, correct?)
+    ("so \\boxed{\\frac{1}{2}}", "0.5", True),  # 1/2 = 0.5
+    ("\\boxed{0.5}", "\\frac{1}{2}", True),
+    ("\\boxed{\\frac{1}{3}}", "0.33", False),  # 1/3 = 0.333... != 0.33 at math-verify's 6-digit rounding
+    ("\\boxed{10\\%}", "10\\%", True),
+    ("\\boxed{(1, 2]}", "(1,2]", True),  # the same half-open interval
+    ("\\boxed{[1, 2]}", "(1,2]", False),  # a closed interval is another set
+    ("\\boxed{x = 3}", "3", True),  # the equation's right-hand side is the answer
+    ("\\boxed{5\\text{ cm}}", "5", True),  # units are stripped
+    ("\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{1}{\\sqrt{2}}", True),  # nested braces; sqrt(2)/2 = 1/sqrt(2)
+    ("first \\boxed{4}, finally \\boxed{5}", "5", True),  # the last box counts
+    ("the answer is $7$", "7", True),  # no box: math-verify's LaTeX fallback
+    ("I am not sure", "7", False),
+]
+
+
+@pytest.mark.parametrize("completion, gold, correct", CASES, ids=[c[0] for c in CASES])
+def test_equivalences(reward, completion, gold, correct):
+    assert reward([completion], [gold]) == [1.0 if correct else 0.0]
+
+
+def test_reward_scales(reward):
+    pm = MathAccuracyReward(reward_scale="-1,1")
+    pm.checker = reward.checker  # share the running worker
+    assert pm(["\\boxed{2}", "\\boxed{3}"], ["2", "2"]) == [1.0, -1.0]
+    with pytest.raises(ValueError, match=r"reward_scale='0,2' is not supported; expected one of \['0,1', '-1,1'\]"):
+        MathAccuracyReward(reward_scale="0,2")
+
+
+def test_unparsable_gold_is_unscorable_and_counted(reward):
+    logged = {}
+    out = reward(["\\boxed{2}", "\\boxed{2}"], ["\\boxed{}", "2"], log_metric=lambda k, v: logged.__setitem__(k, v))
+    assert out == [None, 1.0]  # None: TRL leaves it out of the rewards and the advantage statistics
+    assert logged == {"math_accuracy/gold_unparsable": 0.5, "math_accuracy/timeouts": 0.0}
+
+
+def test_no_fallback_means_boxed_only():
+    checker = MathChecker(fallbacks=())
+    try:
+        assert checker.check("the answer is $7$", "7") == "wrong"
+        assert checker.check("\\boxed{7}", "7") == "correct"
+    finally:
+        checker.close()
+    with pytest.raises(ValueError, match=r"fallbacks=\('regex',\) has unknown entries \['regex'\]"):
+        MathChecker(fallbacks=("regex",))
+
+
+def test_pathological_input_times_out_and_is_scored_wrong():
+    # (10^7)! vs (10^7 + 1)! makes sympy compute huge factorials: it ran > 15 s here with math-verify's own timeout off
+    r = MathAccuracyReward(timeout=2.0)
+    try:
+        r(["\\boxed{1}"], ["1"])  # start the worker outside the timing
+        logged = {}
+        start = time.monotonic()
+        out = r(["\\boxed{(10^{7}+1)!}"], ["(10^{7})!"], log_metric=lambda k, v: logged.__setitem__(k, v))
+        elapsed = time.monotonic() - start
+        assert out == [0.0] and logged["math_accuracy/timeouts"] == 1.0
+        assert elapsed < 2.0 + 1.0  # the limit, plus killing the worker
+        assert r(["\\boxed{3}"], ["3"]) == [1.0]  # a fresh worker takes over
+    finally:
+        r.checker.close()
+
+
+def test_reward_from_a_non_main_thread(reward):
+    # math-verify's own signal-based timeout would fail here; the worker process does not care
+    results = {}
+    thread = threading.Thread(target=lambda: results.update(out=reward(["\\boxed{12}"], ["12"])))
+    thread.start()
+    thread.join(timeout=60)
+    assert results["out"] == [1.0]
+
+
+def test_last_boxed_and_format_reward():
+    assert last_boxed("a \\boxed{\\frac{1}{2}} b \\boxed{x^{2}}") == "x^{2}"
+    assert last_boxed("\\fbox{3}") == "3"
+    assert last_boxed("\\boxed{\\frac{1}{2}") is None  # cut off
+    assert boxed_format_reward(["\\boxed{1}", "1", [{"role": "assistant", "content": "\\boxed{}"}]]) == [1.0, 0.0, 1.0]
+
+
+def test_soft_overlong_punishment_defaults():
+    # L_max = 8192, L_cache = 20% = 1638: no penalty up to 6554 tokens, -1 beyond 8192, linear between
+    punish = soft_overlong_punishment()
+    out = punish(completion_ids=[[0] * 6554, [0] * 7373, [0] * 9000])
+    assert out[0] == 0.0 and out[2] == -1.0
+    assert out[1] == pytest.approx((6554 - 7373) / 1638)
+
+
+def test_registry_names():
+    import trl_lite.tasks.arithmetic  # noqa: F401  registers exact_answer
+
+    assert {"math_accuracy", "boxed_format", "exact_answer"} <= set(REWARDS.names())
