@@ -36,8 +36,8 @@ from trl import ModelConfig, TrlParser, get_peft_config
 
 from trl_lite import LitePPOConfig, LitePPOTrainer
 from trl_lite.hub import HubPushError
+from trl_lite.data import chat_prompt
 from trl_lite.tasks.arithmetic import (
-    SYSTEM_PROMPT,
     arithmetic_dataset,
     embedded_policy_path,
     exact_answer_reward,
@@ -88,7 +88,7 @@ def prepare_dataset(script_args: ScriptArguments, split: str):
     def to_schema(row):
         prompt = row[script_args.prompt_column]
         if isinstance(prompt, str):  # raw text: the paper's chat format
-            prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+            prompt = chat_prompt(prompt)
         return {"prompt": prompt, "answer": str(row[script_args.answer_column])}
 
     return dataset.map(to_schema, remove_columns=dataset.column_names)

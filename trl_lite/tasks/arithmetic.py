@@ -19,9 +19,9 @@ import hashlib
 import random
 from datasets import Dataset
 
+from ..data import SYSTEM_PROMPT, chat_prompt  # noqa: F401  (SYSTEM_PROMPT re-exported)
 from ..rewards import REWARDS, last_boxed
 
-SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 LEVELS = ("easy", "medium", "hard")
 
 
@@ -67,7 +67,7 @@ def arithmetic_dataset(
         if num_per_level is not None:
             problems = rng.sample(problems, min(num_per_level, len(problems)))
         for question, answer in problems:
-            rows["prompt"].append([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}])
+            rows["prompt"].append(chat_prompt(question))
             rows["answer"].append(answer)
             rows["source"].append("arithmetic")
             rows["difficulty"].append(level)
