@@ -113,4 +113,5 @@ def test_soft_overlong_punishment_defaults():
 def test_registry_names():
     import trl_lite.tasks.arithmetic  # noqa: F401  registers exact_answer
 
-    assert {"math_accuracy", "boxed_format", "exact_answer"} <= set(REWARDS.names())
+    assert {"math_accuracy", "math_accuracy_pm1", "boxed_format", "exact_answer"} <= set(REWARDS.names())
+    assert (REWARDS["math_accuracy_pm1"].wrong_value, REWARDS["math_accuracy_pm1"].correct_value) == (-1.0, 1.0)

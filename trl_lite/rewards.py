@@ -178,6 +178,7 @@ class MathAccuracyReward:
 
 
 math_accuracy_reward = REWARDS.register("math_accuracy")(MathAccuracyReward())  # the worker starts on first use
+REWARDS.register("math_accuracy_pm1")(MathAccuracyReward(reward_scale="-1,1"))
 
 
 @REWARDS.register("boxed_format")

@@ -1,0 +1,21 @@
+"""The `trl-lite` command: `trl-lite eval ...` (see `trl_lite.evaluation`)."""
+
+from __future__ import annotations
+
+import sys
+
+COMMANDS = {"eval": "trl_lite.evaluation"}
+
+
+def main(argv: list[str] | None = None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in COMMANDS:
+        given = repr(argv[0]) if argv else "nothing"
+        sys.exit(f"usage: trl-lite {{{','.join(COMMANDS)}}} ...; got {given}")
+    import importlib
+
+    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+
+
+if __name__ == "__main__":
+    main()

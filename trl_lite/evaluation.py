@@ -1,0 +1,246 @@
+"""Accuracy on the paper's six benchmarks: per benchmark (mean over n samples, pass@k when asked) and their average.
+
+    trl-lite eval --model PATH_OR_ID --benchmarks math500,aime24 --n 4 --temperature 0.6 [--data-dir DIR] [--pass-k 4]
+
+Generation uses vLLM when it is installed and a GPU is present, `transformers` otherwise. Results are written as JSON
+and as a markdown table, and can be put in a model card (`trainer.evaluation_results`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+
+from datasets import Dataset
+from transformers import TrainerCallback
+
+from .data import BENCHMARKS, load_source
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct (Chen et al., 2021): 1 - C(n-c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per problem, got n={n}.")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def score_benchmark(completions: list[list[str]], answers: list[str], check: Callable[[str, str], str],
+                    pass_k: int | None = None) -> dict:
+    """Accuracy (mean over all samples) and pass@k of one benchmark; problems with an unparsable gold are skipped."""
+    correct_counts, n = [], len(completions[0]) if completions else 0
+    skipped = 0
+    for outs, gold in zip(completions, answers):
+        outcomes = [check(c, gold) for c in outs]
+        if "gold_unparsable" in outcomes:
+            skipped += 1
+            continue
+        correct_counts.append(sum(o == "correct" for o in outcomes))
+    scored = len(correct_counts)
+    result = {
+        "accuracy": sum(correct_counts) / (scored * n) if scored else float("nan"),
+        "problems": scored,
+        "samples_per_problem": n,
+        "skipped_unparsable_gold": skipped,
+    }
+    if pass_k is not None:
+        result[f"pass@{pass_k}"] = (sum(pass_at_k(n, c, pass_k) for c in correct_counts) / scored) if scored else float("nan")
+    return result
+
+
+def evaluate_benchmarks(
+    sample: Callable[[list[list[dict]], int], list[list[str]]],
+    benchmarks: dict[str, Dataset],
+    *,
+    n: int = 4,
+    pass_k: int | None = None,
+    check: Callable[[str, str], str] | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> dict:
+    """Scores `sample(prompts, n)` on each benchmark dataset (schema of `trl_lite.data`) and averages them."""
+    if check is None:
+        from .rewards import MathChecker
+
+        check = MathChecker().check
+    results = {}
+    for name, dataset in benchmarks.items():
+        start = time.monotonic()
+        completions = sample(list(dataset["prompt"]), n)
+        results[name] = score_benchmark(completions, list(dataset["answer"]), check, pass_k)
+        if progress:
+            progress(f"{name}: accuracy {results[name]['accuracy']:.4f} on {results[name]['problems']} problems "
+                     f"x {n} samples ({time.monotonic() - start:.1f} s)")
+    accuracies = [r["accuracy"] for r in results.values() if not math.isnan(r["accuracy"])]
+    return {"benchmarks": results, "average": sum(accuracies) / len(accuracies) if accuracies else float("nan")}
+
+
+def to_markdown(results: dict) -> str:
+    rows = results["benchmarks"]
+    extra = sorted({k for r in rows.values() for k in r if k.startswith("pass@")})
+    lines = ["| benchmark | accuracy | " + " | ".join(extra) + (" | " if extra else "") + "problems |",
+             "|---|---|" + "---|" * len(extra) + "---|"]
+    for name, r in rows.items():
+        cells = [f"{r['accuracy']:.4f}"] + [f"{r[k]:.4f}" for k in extra] + [str(r["problems"])]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append(f"| **average** | **{results['average']:.4f}** |" + " |" * len(extra) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def card_results(results: dict) -> dict:
+    """Flattens `evaluate_benchmarks` / `results.json` output for a model card: `trainer.evaluation_results =
+    card_results(json.load(open("eval_results/results.json")))`."""
+    flat = {}
+    for name, r in results["benchmarks"].items():
+        flat.update({f"{name}/{k}": v for k, v in r.items() if k == "accuracy" or k.startswith("pass@")})
+    flat["average/accuracy"] = results["average"]
+    return flat
+
+
+def load_benchmarks(names: list[str], data_dir: str | None = None, limit: int | None = None) -> dict[str, Dataset]:
+    """Benchmarks by name, from `data_dir/<name>.jsonl` (or `.parquet`) when given, from the Hub otherwise."""
+    out = {}
+    for name in names:
+        path = None
+        if data_dir is not None:
+            path = next((os.path.join(data_dir, f"{name}.{ext}") for ext in ("jsonl", "parquet", "json")
+                         if os.path.exists(os.path.join(data_dir, f"{name}.{ext}"))), None)
+            if path is None:
+                raise ValueError(f"benchmark {name!r}: no {name}.jsonl / .parquet / .json in data_dir={data_dir!r}.")
+        dataset = load_source(name, path=path)
+        out[name] = dataset.select(range(min(limit, len(dataset)))) if limit else dataset
+    return out
+
+
+def _vllm_available() -> bool:
+    try:
+        import torch
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def vllm_sampler(model: str, *, max_new_tokens: int, temperature: float, top_p: float, seed: int = 0):
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=model, seed=seed)
+
+    def sample(prompts, k):
+        params = SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
+        outputs = llm.chat(prompts, params, use_tqdm=True)
+        return [[o.text for o in out.outputs] for out in outputs]
+
+    return sample
+
+
+def main(argv: list[str] | None = None) -> dict:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="trl-lite eval", description="Accuracy on the paper's math benchmarks.")
+    parser.add_argument("--model", required=True, help="Local path or Hub id of the policy.")
+    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
+                        help=f"Comma-separated, among {list(BENCHMARKS)} (default: all six).")
+    parser.add_argument("--n", type=int, default=4, help="Samples per problem; accuracy is their mean.")
+    parser.add_argument("--pass-k", type=int, default=None, help="Also report pass@k (k <= n).")
+    parser.add_argument("--temperature", type=float, default=0.6)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--max-new-tokens", type=int, default=4096)
+    parser.add_argument("--data-dir", default=None, help="Folder with <benchmark>.jsonl/.parquet files (offline).")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N problems of each benchmark.")
+    parser.add_argument("--timeout", type=float, default=5.0, help="Seconds per answer check.")
+    parser.add_argument("--output-dir", default="eval_results", help="Where results.json and results.md go.")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    unknown = [b for b in names if b not in BENCHMARKS]
+    if unknown:
+        parser.error(f"--benchmarks {args.benchmarks!r} names {unknown}; accepted: {list(BENCHMARKS)}")
+    if args.pass_k is not None and args.pass_k > args.n:
+        parser.error(f"--pass-k {args.pass_k} needs --n >= {args.pass_k}, got --n {args.n}")
+
+    benchmarks = load_benchmarks(names, args.data_dir, args.limit)
+    if _vllm_available():
+        print("generating with vLLM", file=sys.stderr)
+        sample = vllm_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                              top_p=args.top_p, seed=args.seed)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from .data import transformers_sampler
+
+        print("generating with transformers", file=sys.stderr)
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+        model = AutoModelForCausalLM.from_pretrained(args.model)
+        sample = transformers_sampler(model, tokenizer, max_new_tokens=args.max_new_tokens,
+                                      temperature=args.temperature, seed=args.seed)
+    from .rewards import MathChecker
+
+    checker = MathChecker(timeout=args.timeout)
+    try:
+        results = evaluate_benchmarks(sample, benchmarks, n=args.n, pass_k=args.pass_k, check=checker.check,
+                                      progress=lambda line: print(line, file=sys.stderr))
+    finally:
+        checker.close()
+    results["settings"] = {k: v for k, v in vars(args).items()}
+    os.makedirs(args.output_dir, exist_ok=True)
+    with open(os.path.join(args.output_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    table = to_markdown(results)
+    with open(os.path.join(args.output_dir, "results.md"), "w") as f:
+        f.write(table)
+    print(table)
+    return results
+
+
+class MathEvalCallback(TrainerCallback):
+    """Evaluates the policy on math benchmarks every `eval_steps` optimizer steps (and at the end of training) and logs
+    `math_eval/<benchmark>` and `math_eval/average`; the latest figures go into the model card.
+
+        trainer.add_callback(MathEvalCallback(trainer, load_benchmarks(["math500"], limit=100), eval_steps=50))
+
+    Args:
+        trainer: the [`LitePPOTrainer`] (its model, processing class and logging are used).
+        benchmarks (`dict[str, Dataset]`): e.g. from [`load_benchmarks`].
+        eval_steps (`int`): evaluate every this many optimizer steps.
+        n (`int`): samples per problem.
+        max_new_tokens, temperature: generation settings.
+        check: answer checker (a [`~trl_lite.rewards.MathChecker`] by default).
+    """
+
+    def __init__(self, trainer, benchmarks: dict, eval_steps: int = 100, n: int = 1, max_new_tokens: int = 1024,
+                 temperature: float = 0.6, check: Callable[[str, str], str] | None = None):
+        if eval_steps < 1:
+            raise ValueError(f"eval_steps={eval_steps!r} is not supported; expected an integer >= 1.")
+        self.trainer, self.benchmarks, self.eval_steps, self.n = trainer, benchmarks, eval_steps, n
+        self.max_new_tokens, self.temperature, self.check = max_new_tokens, temperature, check
+        self.history: list[dict] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step % self.eval_steps == 0:
+            self.run(state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if not self.history or self.history[-1]["step"] != state.global_step:
+            self.run(state.global_step)
+
+    def run(self, step: int) -> dict:
+        from .data import transformers_sampler
+
+        trainer = self.trainer
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        was_training = model.training
+        sample = transformers_sampler(model, trainer.processing_class, max_new_tokens=self.max_new_tokens,
+                                      temperature=self.temperature, seed=step)
+        results = evaluate_benchmarks(sample, self.benchmarks, n=self.n, check=self.check, progress=None)
+        model.train(was_training)
+        logs = {f"math_eval/{name}": r["accuracy"] for name, r in results["benchmarks"].items()}
+        logs["math_eval/average"] = results["average"]
+        self.history.append({"step": step, **logs})
+        trainer.evaluation_results = {**trainer.evaluation_results, **logs}
+        trainer.log(logs)
+        return results
