@@ -82,7 +82,7 @@ def test_eval_cli_end_to_end(tmp_path):
     assert results["average"] == pytest.approx((m["accuracy"] + a["accuracy"]) / 2)
     table = open(tmp_path / "out" / "results.md").read()
     assert "| math500 |" in table and "| **average** |" in table
-    assert table in result.stdout
+    assert result.stdout.strip() == table.strip()  # the table, and nothing else, on stdout
 
 
 def test_eval_cli_rejects_unknown_benchmarks(tmp_path):

@@ -7,15 +7,17 @@ import sys
 COMMANDS = {"eval": "trl_lite.evaluation"}
 
 
-def main(argv: list[str] | None = None):
+def main(argv: list[str] | None = None) -> int:
+    """Runs a subcommand; returns the exit status (0), as console scripts pass it to `sys.exit`."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
         given = repr(argv[0]) if argv else "nothing"
         sys.exit(f"usage: trl-lite {{{','.join(COMMANDS)}}} ...; got {given}")
     import importlib
 
-    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())  # as the installed `trl-lite` script does
