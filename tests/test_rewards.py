@@ -115,3 +115,24 @@ def test_registry_names():
 
     assert {"math_accuracy", "math_accuracy_pm1", "boxed_format", "exact_answer"} <= set(REWARDS.names())
     assert (REWARDS["math_accuracy_pm1"].wrong_value, REWARDS["math_accuracy_pm1"].correct_value) == (-1.0, 1.0)
+
+
+def test_reward_inside_training(tmp_path, reward):
+    # TRL calls it like any reward function, passes log_metric, and logs its name
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_lite import LitePPOConfig, LitePPOTrainer
+    from trl_lite.tasks.arithmetic import arithmetic_dataset, embedded_policy_path
+
+    path = embedded_policy_path()
+    trainer = LitePPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
+        reward_funcs=reward, train_dataset=arithmetic_dataset("hard", num_per_level=16),
+        args=LitePPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=16, num_generations=8,
+                           max_completion_length=14, max_steps=1, report_to="none", use_cpu=True, bf16=False,
+                           save_strategy="no", logging_steps=1),
+    )
+    trainer.train()
+    log = trainer.state.log_history[0]
+    assert 0.0 < log["rewards/math_accuracy/mean"] <= 1.0  # the policy gets some of these sums right
+    assert log["math_accuracy/timeouts"] == 0.0 and log["math_accuracy/gold_unparsable"] == 0.0
