@@ -134,3 +134,14 @@ def _check_boxed(completion, gold):
     from trl_lite.rewards import last_boxed
 
     return "correct" if last_boxed(completion) == gold else "wrong"
+
+
+def test_make_sampler_falls_back_to_transformers_on_cpu(capsys):
+    from trl_lite.evaluation import make_sampler
+    from trl_lite.tasks.arithmetic import arithmetic_dataset
+
+    sample = make_sampler(embedded_policy_path(), max_new_tokens=14, temperature=1.0)
+    assert "generating with transformers" in capsys.readouterr().err
+    prompts = list(arithmetic_dataset("hard", split="test", num_per_level=2)["prompt"])
+    out = sample(prompts, 3)
+    assert [len(group) for group in out] == [3, 3] and all("\\boxed{" in c for group in out for c in group)

@@ -181,9 +181,9 @@ def split_by_difficulty(
 
 
 def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temperature: float = 1.0,
-                         batch_size: int = 8, seed: int = 0):
-    """A `sample(prompts, k)` for `split_by_difficulty` with `transformers` generation (vLLM users can pass their
-    own)."""
+                         top_p: float = 1.0, batch_size: int = 8, seed: int = 0):
+    """A `sample(prompts, k)` for `split_by_difficulty` with `transformers` generation
+    (`trl_lite.evaluation.make_sampler` picks vLLM instead when it is installed and a GPU is present)."""
     import torch
 
     def sample(prompts: list[list[dict]], k: int) -> list[list[str]]:
@@ -194,7 +194,7 @@ def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temper
             batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
                               add_special_tokens=False).to(model.device)
             with torch.no_grad():
-                ids = model.generate(**batch, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
+                ids = model.generate(**batch, do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
                                      num_return_sequences=k, max_new_tokens=max_new_tokens,
                                      pad_token_id=tokenizer.pad_token_id)
             decoded = tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)

@@ -138,6 +138,21 @@ def vllm_sampler(model: str, *, max_new_tokens: int, temperature: float, top_p: 
     return sample
 
 
+def make_sampler(model: str, *, max_new_tokens: int, temperature: float, top_p: float = 1.0, seed: int = 0):
+    """A `sample(prompts, k)` for a policy path or Hub id: vLLM when it is installed and a GPU is present,
+    `transformers` generation otherwise (used by `trl-lite eval` and for `trl_lite.data.split_by_difficulty`)."""
+    if _vllm_available():
+        print("generating with vLLM", file=sys.stderr)
+        return vllm_sampler(model, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .data import transformers_sampler
+
+    print("generating with transformers", file=sys.stderr)
+    return transformers_sampler(AutoModelForCausalLM.from_pretrained(model), AutoTokenizer.from_pretrained(model),
+                                max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+
+
 def main(argv: list[str] | None = None) -> dict:
     import argparse
 
@@ -164,20 +179,8 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--pass-k {args.pass_k} needs --n >= {args.pass_k}, got --n {args.n}")
 
     benchmarks = load_benchmarks(names, args.data_dir, args.limit)
-    if _vllm_available():
-        print("generating with vLLM", file=sys.stderr)
-        sample = vllm_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                              top_p=args.top_p, seed=args.seed)
-    else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from .data import transformers_sampler
-
-        print("generating with transformers", file=sys.stderr)
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
-        model = AutoModelForCausalLM.from_pretrained(args.model)
-        sample = transformers_sampler(model, tokenizer, max_new_tokens=args.max_new_tokens,
-                                      temperature=args.temperature, seed=args.seed)
+    sample = make_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                          top_p=args.top_p, seed=args.seed)
     from .rewards import MathChecker
 
     checker = MathChecker(timeout=args.timeout)
