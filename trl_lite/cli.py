@@ -1,10 +1,10 @@
-"""The `trl-lite` command: `trl-lite eval ...` (see `trl_lite.evaluation`)."""
+"""The `trl-lite` command: `trl-lite eval ...` (`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`)."""
 
 from __future__ import annotations
 
 import sys
 
-COMMANDS = {"eval": "trl_lite.evaluation"}
+COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend"}
 
 
 def main(argv: list[str] | None = None) -> int:

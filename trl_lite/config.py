@@ -51,7 +51,7 @@ class LitePPOConfig(GRPOConfig):
             statistics: they get advantage 0 and shift no group or batch mean/std, while their rewards still show in
             the reward metrics. TRL's `mask_truncated_completions` only removes them from the loss (their rewards
             still move the other samples' advantages); `overlong_filter=True` turns it on as well. The paper finds it
-            helps at short maximum lengths (8k) but not at 20k (Takeaway 7).
+            helps at short maximum lengths (8k) but not at 20k (Takeaways 7-8).
         recipe (`str`, *optional*):
             Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card.
         epsilon (`float`, *optional*, defaults to `0.2`):
