@@ -67,7 +67,7 @@ def _answer_text(value) -> str:
     return str(value)
 
 
-def _read_local(path: str, split: str) -> Dataset:
+def _read_local(path: str) -> Dataset:
     if os.path.isdir(path):
         files = sorted(os.path.join(root, f) for root, _, names in os.walk(path) for f in names
                        if f.endswith((".parquet", ".jsonl", ".json")))
@@ -86,12 +86,12 @@ def load_source(name: str, *, path: str | None = None, split: str | None = None,
         name: a registered source (`simplerl_zoo`, `deepmath`, `math500`, `aime24`, `aime25`, `amc23`,
             `olympiadbench`, `minerva`).
         path: a local JSONL/parquet file or folder with the Hub dataset's columns (offline); the Hub otherwise.
-        split: the split to read from the Hub (defaults to the source's).
+        split: the split to read from the Hub (defaults to the source's); a local file is read whole.
         data_dir: Hub sub-folder (SimpleRL-Zoo-Data's level folders; defaults to the source's).
     """
     source = SOURCES.get(name)
     if path is not None:
-        raw = _read_local(path, split or source.split)
+        raw = _read_local(path)
     else:
         raw = load_dataset(source.hub_id, data_dir=data_dir or source.data_dir, split=split or source.split)
     columns = raw.column_names

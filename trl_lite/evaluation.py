@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
                                       progress=lambda line: print(line, file=sys.stderr))
     finally:
         checker.close()
-    results["settings"] = {k: v for k, v in vars(args).items()}
+    results["settings"] = dict(vars(args))
     os.makedirs(args.output_dir, exist_ok=True)
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)

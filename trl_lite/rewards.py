@@ -139,7 +139,7 @@ class MathChecker:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except (AttributeError, TypeError, OSError):  # interpreter shutdown may have torn down what close() uses
             pass
 
 
