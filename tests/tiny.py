@@ -1,4 +1,4 @@
-"""Builders for a tiny local policy, datasets, rewards and deterministic rollouts, shared by tests, bench and scripts."""
+"""Builders for a tiny local policy, datasets, rewards and deterministic rollouts, shared by the tests and bench/."""
 
 from __future__ import annotations
 
