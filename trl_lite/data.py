@@ -180,25 +180,39 @@ def split_by_difficulty(
     return out
 
 
-def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temperature: float = 1.0,
-                         top_p: float = 1.0, batch_size: int = 8, seed: int = 0):
-    """A `sample(prompts, k)` for `split_by_difficulty` with `transformers` generation
-    (`trl_lite.evaluation.make_sampler` picks vLLM instead when it is installed and a GPU is present)."""
+def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temperature: float | None = 1.0,
+                         top_p: float | None = 1.0, top_k: int | None = 0, greedy: bool = False, batch_size: int = 8,
+                         seed: int = 0):
+    """A `sample(prompts, k)` with `transformers` generation, for `split_by_difficulty`, evaluation and `pass_rate`
+    (`trl_lite.evaluation.make_sampler` picks vLLM instead when it is installed and a GPU is present).
+
+    Sampling is seeded with `seed` on every call and the global RNG state is restored afterwards, so sampling in the
+    middle of a training run (e.g. from a callback) does not change the run's own sampling. `None` for `temperature`,
+    `top_p` or `top_k` means the model's generation config; `greedy=True` decodes greedily.
+    """
     import torch
 
+    if greedy:
+        sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    else:
+        sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k}
+
     def sample(prompts: list[list[dict]], k: int) -> list[list[str]]:
-        torch.manual_seed(seed)
         texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
         out: list[list[str]] = []
-        for start in range(0, len(texts), batch_size):
-            batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
-                              add_special_tokens=False).to(model.device)
-            with torch.no_grad():
-                ids = model.generate(**batch, do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
-                                     num_return_sequences=k, max_new_tokens=max_new_tokens,
-                                     pad_token_id=tokenizer.pad_token_id)
-            decoded = tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
-            out.extend(decoded[i : i + k] for i in range(0, len(decoded), k))
+        rng_state = torch.random.get_rng_state()
+        torch.manual_seed(seed)
+        try:
+            for start in range(0, len(texts), batch_size):
+                batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
+                                  add_special_tokens=False).to(model.device)
+                with torch.no_grad():
+                    ids = model.generate(**batch, **sampling, num_return_sequences=k, max_new_tokens=max_new_tokens,
+                                         pad_token_id=tokenizer.pad_token_id)
+                decoded = tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+                out.extend(decoded[i : i + k] for i in range(0, len(decoded), k))
+        finally:
+            torch.random.set_rng_state(rng_state)
         return out
 
     return sample

@@ -143,7 +143,8 @@ class MathChecker:
             pass
 
 
-def _text(completion) -> str:
+def completion_text(completion) -> str:
+    """The text of a completion, plain or conversational (the last message's content)."""
     return completion if isinstance(completion, str) else completion[-1]["content"]
 
 
@@ -169,7 +170,7 @@ class MathAccuracyReward:
         self.checker = MathChecker(timeout=timeout, fallbacks=fallbacks)
 
     def __call__(self, completions, answer, log_metric=None, **kwargs) -> list[float | None]:
-        outcomes = [self.checker.check(_text(c), gold) for c, gold in zip(completions, answer)]
+        outcomes = [self.checker.check(completion_text(c), gold) for c, gold in zip(completions, answer)]
         if log_metric is not None and outcomes:
             log_metric("math_accuracy/gold_unparsable", outcomes.count(GOLD_UNPARSABLE) / len(outcomes))
             log_metric("math_accuracy/timeouts", outcomes.count(TIMEOUT) / len(outcomes))
@@ -184,7 +185,7 @@ REWARDS.register("math_accuracy_pm1")(MathAccuracyReward(reward_scale="-1,1"))
 @REWARDS.register("boxed_format")
 def boxed_format_reward(completions, **kwargs) -> list[float]:
     """1.0 when the completion puts a final answer inside `\\boxed{}`, else 0.0."""
-    return [float(last_boxed(_text(c)) is not None) for c in completions]
+    return [float(last_boxed(completion_text(c)) is not None) for c in completions]
 
 
 def soft_overlong_punishment(max_completion_len: int = 8192, soft_punish_cache: int | None = None):

@@ -19,8 +19,8 @@ import hashlib
 import random
 from datasets import Dataset
 
-from ..data import SYSTEM_PROMPT, chat_prompt  # noqa: F401  (SYSTEM_PROMPT re-exported)
-from ..rewards import REWARDS, last_boxed
+from ..data import SYSTEM_PROMPT, chat_prompt, transformers_sampler  # noqa: F401  (SYSTEM_PROMPT re-exported)
+from ..rewards import REWARDS, completion_text, last_boxed
 
 LEVELS = ("easy", "medium", "hard")
 
@@ -77,33 +77,18 @@ def arithmetic_dataset(
 @REWARDS.register("exact_answer")
 def exact_answer_reward(completions, answer, **kwargs) -> list[float]:
     """1.0 when the last `\\boxed{}` of the completion holds exactly the gold answer, else 0.0."""
-    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-    return [float(last_boxed(t) == str(a).strip()) for t, a in zip(texts, answer)]
+    return [float(last_boxed(completion_text(c)) == str(a).strip()) for c, a in zip(completions, answer)]
 
 
 def pass_rate(model, tokenizer, dataset: Dataset, *, greedy: bool = True, max_new_tokens: int = 12,
               batch_size: int = 256, seed: int = 0) -> float:
-    """Share of `dataset` problems whose completion earns reward 1 (greedy decoding, or one sample at temperature 1)."""
-    import torch
-
-    prompts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in dataset["prompt"]]
-    correct = 0
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
+    """Share of `dataset` problems whose completion earns reward 1 (greedy decoding, or one sample at temperature 1
+    with the model's own top-k/top-p)."""
+    sample = transformers_sampler(model, tokenizer, max_new_tokens=max_new_tokens, greedy=greedy, temperature=1.0,
+                                  top_p=None, top_k=None, batch_size=batch_size, seed=seed)
     model.eval()
-    try:
-        for start in range(0, len(prompts), batch_size):
-            batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
-                              add_special_tokens=False).to(model.device)
-            with torch.no_grad():
-                out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=not greedy,
-                                     temperature=None if greedy else 1.0, top_p=None, top_k=None,
-                                     pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-            texts = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
-            correct += sum(exact_answer_reward(texts, dataset["answer"][start : start + batch_size]))
-    finally:
-        torch.random.set_rng_state(generator_state)
-    return correct / max(len(prompts), 1)
+    completions = [group[0] for group in sample(list(dataset["prompt"]), 1)]
+    return sum(exact_answer_reward(completions, dataset["answer"])) / max(len(dataset), 1)
 
 
 def embedded_policy_path() -> str:
