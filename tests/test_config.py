@@ -57,7 +57,7 @@ def test_overlong_filter_turns_on_loss_masking():
     "kwargs, message",
     [
         ({"advantage_mean": "prompt"}, "advantage_mean='prompt' is not supported; expected one of ['group', 'batch', 'none']"),
-        ({"advantage_std": "global"}, "advantage_std='global' is not supported; expected one of ['group', 'batch', 'none']"),
+        ({"advantage_std": "global"}, "advantage_std='global' is not supported; expected one of ['group', 'batch', 'none', 'auto']"),
         ({"advantage_epsilon": -1.0}, "advantage_epsilon=-1.0 is not supported; expected a float >= 0"),
         ({"loss_aggregation": "seq-mean"}, "loss_aggregation='seq-mean' is not supported; expected one of ['token-mean'"),
         ({"overlong_filter": "yes"}, "overlong_filter='yes' is not supported; expected True or False"),

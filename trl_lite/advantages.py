@@ -144,6 +144,18 @@ def normalize_advantages(
     return torch.where(keep, advantages, torch.zeros_like(advantages))
 
 
+def uniform_groups(rewards: torch.Tensor, group_size: int, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """Which groups carry no learning signal under a group mean: all counted rewards match, or none is counted. (G,)
+
+    DAPO's dynamic sampling drops exactly these groups (https://huggingface.co/papers/2503.14476, Section 3.2).
+    """
+    keep = ~torch.isnan(rewards) if valid is None else ~torch.isnan(rewards) & valid.bool()
+    grouped = _grouped(torch.where(keep, rewards, torch.full_like(rewards, float("nan"))), group_size)  # (G, K)
+    spread = grouped.nan_to_num(float("-inf")).amax(dim=1) - grouped.nan_to_num(float("inf")).amin(dim=1)  # (G,)
+    present = keep.view(-1, group_size).any(dim=1)  # (G,)
+    return ~present | (spread == 0)
+
+
 def zero_std_group_fraction(rewards: torch.Tensor, group_size: int, valid: torch.Tensor | None = None) -> float:
     """Share of groups whose counted rewards all match (no learning signal under a group mean).
 
@@ -151,8 +163,25 @@ def zero_std_group_fraction(rewards: torch.Tensor, group_size: int, valid: torch
     tests the batch std. Groups with no counted sample are left out of the share; NaN when no group counts.
     """
     keep = ~torch.isnan(rewards) if valid is None else ~torch.isnan(rewards) & valid.bool()
-    grouped = _grouped(torch.where(keep, rewards, torch.full_like(rewards, float("nan"))), group_size)  # (G, K)
     present = keep.view(-1, group_size).any(dim=1)  # (G,)
-    spread = grouped.nan_to_num(float("-inf")).amax(dim=1) - grouped.nan_to_num(float("inf")).amin(dim=1)
-    zero = present & (spread == 0)
+    zero = present & uniform_groups(rewards, group_size, valid)
     return (zero.sum() / present.sum()).item() if present.any() else float("nan")
+
+
+# `advantage_std="auto"`: the std level kept while rewards are spread out, and the threshold's default
+AUTO_STD_KEEP = "batch"
+
+
+def resolve_auto_std(
+    rewards: torch.Tensor, group_size: int, threshold: float, valid: torch.Tensor | None = None
+) -> str:
+    """The std level `advantage_std="auto"` uses for one generation batch: `"none"` when rewards are concentrated,
+    `"batch"` otherwise.
+
+    Takeaway 2 of the paper: when most groups are all-correct (or all-wrong), the std is small and dividing by it
+    blows small reward differences up into large gradients, so the std is dropped. "Concentrated" is read from the
+    share of groups whose counted rewards all match ([`zero_std_group_fraction`]): at or above `threshold` the std is
+    dropped. NaN shares (no group counted) keep the std.
+    """
+    share = zero_std_group_fraction(rewards, group_size, valid)
+    return "none" if share == share and share >= threshold else AUTO_STD_KEEP

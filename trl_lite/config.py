@@ -4,8 +4,9 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS
+from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, AUTO_STD_KEEP
 from .aggregation import AGGREGATIONS, TRL_LOSS_TYPE_TO_AGGREGATION
+from .recipes import recipe_settings
 
 # TRL `scale_rewards` (after TRL's own True/False translation) -> `advantage_std`
 _SCALE_REWARDS_TO_STD = {"group": "group", "batch": "batch", "none": "none", True: "group", False: "none"}
@@ -34,6 +35,13 @@ class LitePPOConfig(GRPOConfig):
             division). Any name registered in `trl_lite.advantages.ADVANTAGE_STDS` is accepted. The paper recommends
             `"batch"` (with a group mean), and `"none"` when rewards are concentrated (easy data). TRL's
             `scale_rewards` is translated to this field; setting both to different values is an error.
+            `"auto"` keeps the batch std unless the generation batch's rewards are concentrated (see
+            `auto_std_threshold`), and logs which branch each batch took as `advantages/std_kept`.
+        auto_std_threshold (`float`, *optional*, defaults to `0.5`):
+            With `advantage_std="auto"`: the std is dropped for a generation batch when at least this share of its
+            groups have rewards that all match (all correct or all wrong), the paper's "concentrated rewards" (easy
+            data, Takeaway 2). The rule and the default are trl-lite's reading of the takeaway, not a value from the
+            paper.
         advantage_epsilon (`float`, *optional*, defaults to `1e-4`):
             Added to the std before dividing. TRL's value, so matching settings reproduce TRL exactly.
         loss_aggregation (`str`, *optional*, defaults to `"token-mean"`):
@@ -52,8 +60,31 @@ class LitePPOConfig(GRPOConfig):
             the reward metrics. TRL's `mask_truncated_completions` only removes them from the loss (their rewards
             still move the other samples' advantages); `overlong_filter=True` turns it on as well. The paper finds it
             helps at short maximum lengths (8k) but not at 20k (Takeaways 7-8).
+        soft_overlong_punishment (`bool`, *optional*, defaults to `False`):
+            Add DAPO's soft overlong punishment (TRL's `get_soft_overlong_punishment`) as an extra reward function with
+            weight 1: 0 up to `max_completion_length - overlong_buffer_length` tokens, then falling linearly to -1 at
+            `max_completion_length`.
+        overlong_buffer_length (`int`, *optional*):
+            Length of that buffer; defaults to 20% of `max_completion_length` (DAPO's 4096 of 20480).
+        dynamic_sampling (`bool`, *optional*, defaults to `False`):
+            DAPO's dynamic sampling: groups whose counted rewards all match (no signal under a group mean) are dropped
+            from each generation batch, which is refilled with groups of fresh prompts, generating again up to
+            `dynamic_sampling_max_rounds` extra rounds. The rounds and completions each batch really cost are logged
+            under `generation/`. Requires a map-style train dataset and, with several processes, a per-process
+            generation batch (`per_device_train_batch_size * steps_per_generation`) holding whole groups.
+        dynamic_sampling_max_rounds (`int`, *optional*, defaults to `3`):
+            Most extra generation rounds per generation batch. When they do not fill the batch, a warning is logged
+            and the missing groups are taken from the dropped ones with their loss masked out (they train nothing).
+        diagnostics (`bool`, *optional*, defaults to `True`):
+            Log the paper's diagnostics (see [`~trl_lite.diagnostics`]): clipped tokens at each bound (a table per
+            logging step, also written to `output_dir/clipped_tokens.jsonl`), repetition split by truncated/finished
+            and correct/incorrect, reward concentration, lengths and entropy of correct vs incorrect completions. A
+            completion is "correct" when the first reward function gives it a reward > 0.
+        clipped_tokens_top_k (`int`, *optional*, defaults to `20`):
+            How many of the most clipped tokens per bound the clipped-token table keeps.
         recipe (`str`, *optional*):
-            Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card.
+            Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card. Setting it
+            does not apply the recipe: use [`LitePPOConfig.from_recipe`] or `--recipe` on the command line.
         epsilon (`float`, *optional*, defaults to `0.2`):
             Lower clip bound of the PPO ratio, `1 - epsilon` (TRL's field, unchanged).
         epsilon_high (`float`, *optional*):
@@ -77,8 +108,13 @@ class LitePPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Level of the std the centred rewards are divided by: 'group', 'batch' or 'none' (no division), or "
-            "a registered name. Defaults to 'batch' (Lite PPO); TRL's `scale_rewards` is translated to it."
+            "a registered name, or 'auto'. Defaults to 'batch' (Lite PPO); TRL's `scale_rewards` is translated to it."
         },
+    )
+    auto_std_threshold: float = field(
+        default=0.5,
+        metadata={"help": "With advantage_std='auto': drop the std when at least this share of groups have rewards that "
+                          "all match."},
     )
     advantage_epsilon: float = field(
         default=1e-4,
@@ -98,6 +134,31 @@ class LitePPOConfig(GRPOConfig):
             "help": "Exclude truncated completions (no EOS) from the loss and from the advantage statistics (advantage "
             "0). Stronger than `mask_truncated_completions`, which it turns on."
         },
+    )
+    soft_overlong_punishment: bool = field(
+        default=False,
+        metadata={"help": "Add DAPO's soft overlong punishment as an extra reward (weight 1)."},
+    )
+    overlong_buffer_length: int | None = field(
+        default=None,
+        metadata={"help": "Soft overlong punishment buffer; defaults to 20% of max_completion_length."},
+    )
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={"help": "DAPO's dynamic sampling: drop groups whose rewards all match and refill with fresh prompts."},
+    )
+    dynamic_sampling_max_rounds: int = field(
+        default=3,
+        metadata={"help": "Most extra generation rounds per generation batch under dynamic sampling."},
+    )
+    diagnostics: bool = field(
+        default=True,
+        metadata={"help": "Log the paper's diagnostics (clipped tokens, repetition, reward concentration, lengths, "
+                          "entropy of correct vs incorrect completions)."},
+    )
+    clipped_tokens_top_k: int = field(
+        default=20,
+        metadata={"help": "Most clipped tokens kept per bound in the clipped-token table."},
     )
     recipe: str | None = field(
         default=None,
@@ -125,10 +186,11 @@ class LitePPOConfig(GRPOConfig):
 
     def __post_init__(self):
         self._translate_trl_field(
-            "advantage_std", "scale_rewards", _SCALE_REWARDS_TO_STD, "batch", ADVANTAGE_STDS,
+            "advantage_std", "scale_rewards", _SCALE_REWARDS_TO_STD, "batch", [*ADVANTAGE_STDS, "auto"],
             "; expected one of ['group', 'batch', 'none', True, False] (or set advantage_std instead).",
         )
-        self.scale_rewards = self.advantage_std if self.advantage_std in ("group", "batch", "none") else "none"
+        std = AUTO_STD_KEEP if self.advantage_std == "auto" else self.advantage_std
+        self.scale_rewards = std if std in ("group", "batch", "none") else "none"
         self._translate_trl_field(
             "loss_aggregation", "loss_type", TRL_LOSS_TYPE_TO_AGGREGATION, "token-mean", AGGREGATIONS,
             " by LitePPOConfig: it changes the per-token objective, which Lite PPO's loss aggregation cannot express. "
@@ -156,6 +218,25 @@ class LitePPOConfig(GRPOConfig):
                 "expected 'sum_then_normalize' (the weighted rewards are summed, then normalized with advantage_mean "
                 "and advantage_std)."
             )
+        if not isinstance(self.auto_std_threshold, (int, float)) or not 0 <= self.auto_std_threshold <= 1:
+            raise ValueError(f"auto_std_threshold={self.auto_std_threshold!r} is not supported; expected a float in [0, 1].")
+        for name in ("soft_overlong_punishment", "dynamic_sampling", "diagnostics"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} is not supported; expected True or False.")
+        if self.overlong_buffer_length is not None and (
+            not isinstance(self.overlong_buffer_length, int)
+            or not 0 < self.overlong_buffer_length <= self.max_completion_length
+        ):
+            raise ValueError(
+                f"overlong_buffer_length={self.overlong_buffer_length!r} is not supported; expected an int in "
+                f"[1, max_completion_length={self.max_completion_length}] or None."
+            )
+        if not isinstance(self.dynamic_sampling_max_rounds, int) or self.dynamic_sampling_max_rounds < 0:
+            raise ValueError(
+                f"dynamic_sampling_max_rounds={self.dynamic_sampling_max_rounds!r} is not supported; expected an int >= 0."
+            )
+        if not isinstance(self.clipped_tokens_top_k, int) or self.clipped_tokens_top_k < 1:
+            raise ValueError(f"clipped_tokens_top_k={self.clipped_tokens_top_k!r} is not supported; expected an int >= 1.")
         if self.overlong_filter:
             self.mask_truncated_completions = True  # the loss half of the filter is TRL's own masking
 
@@ -170,6 +251,34 @@ class LitePPOConfig(GRPOConfig):
                 "gradient_accumulation_steps, so that every optimizer step lies within one generation batch and its "
                 "loss aggregation is exact."
             )
+
+        # Dynamic sampling keeps or drops whole groups within each process's generation batch.
+        local_batch = self.per_device_train_batch_size * self.steps_per_generation
+        if self.dynamic_sampling and self.world_size > 1 and local_batch % self.num_generations != 0:
+            raise ValueError(
+                f"dynamic_sampling=True is not supported with per_device_train_batch_size * steps_per_generation = "
+                f"{local_batch} and num_generations={self.num_generations} on {self.world_size} processes; expected a "
+                "per-process generation batch that holds whole groups (a multiple of num_generations)."
+            )
+
+    @classmethod
+    def from_recipe(cls, name: str, **overrides) -> "LitePPOConfig":
+        r"""
+        Builds a config from a named recipe of [`~trl_lite.recipes.RECIPES`], with `overrides` on top.
+
+        Args:
+            name (`str`):
+                `"lite_ppo"`, `"grpo"`, `"dr_grpo"`, `"instruct"`, `"dapo"`, or any registered recipe.
+            **overrides:
+                Any `LitePPOConfig` field; wins over the recipe's value.
+
+        Example:
+
+        ```python
+        config = LitePPOConfig.from_recipe("instruct", output_dir="runs/instruct", epsilon_high=0.32)
+        ```
+        """
+        return cls(**{**recipe_settings(name), **overrides})
 
     def _translate_trl_field(self, name, trl_name, translations, default, registry, unknown_trl_value):
         """Sets field `name` from TRL's overlapping field `trl_name` when that is set (never silently ignored)."""
@@ -186,5 +295,5 @@ class LitePPOConfig(GRPOConfig):
         elif value is None:
             value = default
         if value not in registry:
-            raise ValueError(f"{name}={value!r} is not supported; expected one of {registry.names()}.")
+            raise ValueError(f"{name}={value!r} is not supported; expected one of {list(registry)}.")
         setattr(self, name, value)

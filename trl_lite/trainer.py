@@ -1,12 +1,34 @@
 from __future__ import annotations
 
+import copy
+import json
+import logging
+import os
 import textwrap
+from collections import Counter
 
 import torch
+from accelerate.utils import gather_object
+from datasets import IterableDataset
+from transformers import is_trackio_available, is_wandb_available
 from trl import GRPOConfig, GRPOTrainer
-from trl.trainer.utils import get_config_model_id
+from trl.trainer.utils import RepeatSampler, get_config_model_id
 
-from .advantages import normalize_advantages, zero_std_group_fraction
+from .advantages import normalize_advantages, resolve_auto_std, uniform_groups, zero_std_group_fraction
+from .diagnostics import (
+    clipped_token_masks,
+    clipped_token_table,
+    count_tokens,
+    masked_mean_by,
+    repeats_itself,
+    repetition_shares,
+    reward_concentration,
+)
+from .rewards import soft_overlong_punishment
+
+logger = logging.getLogger(__name__)
+
+CLIPPED_TOKENS_FILE = "clipped_tokens.jsonl"
 from .aggregation import sequence_weights
 from .config import LitePPOConfig
 from .hub import ModelCardMixin
@@ -67,23 +89,45 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
                 f"args must be a LitePPOConfig, got {kind}; build it with LitePPOConfig(...) (scale_rewards and "
                 "loss_type are translated to advantage_std and loss_aggregation)."
             )
+        if args.soft_overlong_punishment:  # DAPO's length-aware penalty, one more reward function (weight 1)
+            buffer = args.overlong_buffer_length or max(1, int(args.max_completion_length * 0.2))
+            funcs = list(reward_funcs) if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+            reward_funcs = [*funcs, soft_overlong_punishment(args.max_completion_length, buffer)]
+            if args.reward_weights is not None:
+                args = copy.copy(args)  # the caller's config keeps its own weights
+                args.reward_weights = [*args.reward_weights, 1.0]
+        if args.dynamic_sampling and isinstance(kwargs.get("train_dataset"), IterableDataset):
+            raise ValueError(
+                "dynamic_sampling=True is not supported with an IterableDataset train_dataset; expected a map-style "
+                "dataset, from which fresh prompts are drawn to refill the batch."
+            )
         super().__init__(model, reward_funcs, args=args, **kwargs)
         # The aggregation is carried by per-sequence weights (see `_set_loss_weights`); TRL's token-sum branch sums.
         self.loss_type = "dapo"
         self._lite_truncated: torch.Tensor | None = None
+        self._lite_lengths: torch.Tensor | None = None
+        self._lite_repetitive: torch.Tensor | None = None
         self._lite_rewards_per_func: torch.Tensor | None = None
+        self._lite_capture = False
         self._lite_logps: torch.Tensor | None = None
-        self._lite_capture_logps = False
+        self._lite_entropies: torch.Tensor | None = None
+        self._lite_refill_batches = None
+        self._lite_completions_generated = 0
+        self._lite_reset_window()
 
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):
         output = super()._generate(prompts)
         completion_ids_list = output[1]
+        device = self.accelerator.device
         # Same rule as TRL's `mask_truncated_completions`: truncated = the last token is neither EOS nor padding
         eos_and_pad = {*self.eos_token_ids, self._tokenizer.pad_token_id}
-        self._lite_truncated = torch.tensor(
-            [bool(ids) and ids[-1] not in eos_and_pad for ids in completion_ids_list], device=self.accelerator.device
-        )
+        truncated = [bool(ids) and ids[-1] not in eos_and_pad for ids in completion_ids_list]
+        self._lite_truncated = torch.tensor(truncated, dtype=torch.bool, device=device)  # (B,)
+        self._lite_lengths = torch.tensor([len(ids) for ids in completion_ids_list], device=device)  # (B,)
+        if self.args.diagnostics:
+            texts = [_strip_trailing(list(ids), eos_and_pad) for ids in completion_ids_list]
+            self._lite_repetitive = torch.tensor([repeats_itself(ids) for ids in texts], device=device)  # (B,)
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -92,45 +136,173 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
+        output = self._score_round(inputs)
+        mode = "train" if self.model.training else "eval"
+        rounds = 1
+        if mode == "train" and self.args.dynamic_sampling:
+            output, rounds = self._dynamic_sampling(output)
+            advantages, counted, std_level = self._set_advantages(output, self.num_generations)
+        else:
+            advantages, counted, std_level = self._lite_last_advantages
+        metrics = self._metrics[mode]
+        metrics["advantages/mean"].append(advantages[counted].mean().item() if counted.any() else float("nan"))
+        metrics["advantages/std"].append(advantages[counted].std().item() if counted.sum() > 1 else float("nan"))
+        metrics["advantages/abs_mean"].append(advantages[counted].abs().mean().item() if counted.any() else float("nan"))
+        if self.args.advantage_std == "auto":
+            metrics["advantages/std_kept"].append(float(std_level != "none"))
+        if mode == "train":
+            generated = rounds * output["advantages"].shape[0] * self.accelerator.num_processes
+            self._lite_completions_generated += generated
+            metrics["generation/rounds"].append(float(rounds))
+            metrics["generation/completions"].append(float(generated))
+            metrics["generation/completions_total"].append(float(self._lite_completions_generated))
+        return output
+
+    def _score_round(self, inputs) -> dict:
+        """One generation round: TRL generates and scores, then the advantages and diagnostics are recomputed."""
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         device = self.accelerator.device
 
         # Weighted reward sum, as TRL's `sum_then_normalize` (the only aggregation LitePPOConfig accepts)
-        rewards_per_func = self._lite_rewards_per_func
+        rewards_per_func = self._lite_rewards_per_func  # (N, F)
         unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
-        rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)
+        rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)  # (N,)
         rewards[unscorable] = torch.nan
-        truncated = self.accelerator.gather(self._lite_truncated.int()).bool()  # (N,)
-        valid = ~truncated if self.args.overlong_filter else None
-
-        advantages = normalize_advantages(
-            rewards,
-            group_size,
-            mean=self.args.advantage_mean,
-            std=self.args.advantage_std,
-            eps=self.args.advantage_epsilon,
-            valid=valid,
-        )  # (N,)
+        correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
+        truncated = self.accelerator.gather(self._lite_truncated)  # (N,)
         local_size = output["advantages"].shape[0]
         start = self.accelerator.process_index * local_size
-        output["advantages"] = advantages[start : start + local_size].to(output["advantages"].dtype)
+        local = slice(start, start + local_size)
+        output["lite_rewards"] = rewards[local]
+        output["lite_truncated"] = truncated[local]
+        output["lite_correct"] = correct[local]
 
-        # The completions table shows the advantages actually trained on
+        advantages, counted, std_level = self._set_advantages(output, group_size)
+        self._lite_last_advantages = (advantages, counted, std_level)
+        # The completions table shows the advantages computed on this round
         logged = self._logs["advantages"]
         for _ in range(min(len(advantages), len(logged))):
             logged.pop()
         logged.extend(advantages.tolist())
 
-        counted = ~torch.isnan(rewards) if valid is None else ~torch.isnan(rewards) & valid
         metrics = self._metrics[mode]
-        metrics["advantages/mean"].append(advantages[counted].mean().item() if counted.any() else float("nan"))
-        metrics["advantages/std"].append(advantages[counted].std().item() if counted.sum() > 1 else float("nan"))
+        valid = ~truncated if self.args.overlong_filter else None
         metrics["advantages/frac_zero_std_groups"].append(zero_std_group_fraction(rewards, group_size, valid))
         metrics["overlong/frac_truncated"].append(truncated.float().mean().item())
         metrics["overlong/frac_filtered"].append(truncated.float().mean().item() if valid is not None else 0.0)
+        if self.args.diagnostics:
+            lengths = self.accelerator.gather(self._lite_lengths).double()  # (N,)
+            repetitive = self.accelerator.gather(self._lite_repetitive)  # (N,)
+            for name, value in repetition_shares(repetitive, truncated, correct).items():
+                metrics[f"repetition/{name}"].append(value)
+            for name, value in reward_concentration(correct, rewards, group_size).items():
+                metrics[f"rewards/{name}"].append(value)
+            length_correct, length_incorrect = masked_mean_by(lengths, torch.ones_like(lengths), correct)
+            metrics["completions/mean_length_correct"].append(length_correct)
+            metrics["completions/mean_length_incorrect"].append(length_incorrect)
         return output
+
+    def _set_advantages(self, output: dict, group_size: int) -> tuple[torch.Tensor, torch.Tensor, str]:
+        """Recomputes the advantages of a generation batch from its gathered rewards; sets this process's slice.
+
+        Returns the global advantages `(N,)`, the mask of samples that count in the statistics `(N,)`, and the std level
+        used (the branch `advantage_std="auto"` took).
+        """
+        rewards = self.accelerator.gather(output["lite_rewards"])  # (N,)
+        keep = ~torch.isnan(rewards)
+        valid = ~self.accelerator.gather(output["lite_truncated"]) if self.args.overlong_filter else None
+        if "lite_trainable" in output:  # dynamic sampling's masked filler groups
+            trainable = self.accelerator.gather(output["lite_trainable"])
+            valid = trainable if valid is None else valid & trainable
+        std_level = self.args.advantage_std
+        if std_level == "auto":
+            std_level = resolve_auto_std(rewards, group_size, self.args.auto_std_threshold, valid)
+        advantages = normalize_advantages(
+            rewards, group_size, mean=self.args.advantage_mean, std=std_level, eps=self.args.advantage_epsilon,
+            valid=valid,
+        )  # (N,)
+        local_size = output["advantages"].shape[0]
+        start = self.accelerator.process_index * local_size
+        output["advantages"] = advantages[start : start + local_size].to(output["advantages"].dtype)
+        counted = keep if valid is None else keep & valid
+        return advantages, counted, std_level
+
+    # ------------------------------------------------------------------ DAPO dynamic sampling
+    def _dynamic_sampling(self, first: dict) -> tuple[dict, int]:
+        """Drops the groups whose counted rewards all match and refills with groups generated from fresh prompts.
+
+        Each process keeps whole groups of its own generation batch (LitePPOConfig checks that it holds whole groups
+        on several processes); all processes generate the same number of rounds, which stop once every process has
+        `local_size / num_generations` groups with signal or after `dynamic_sampling_max_rounds` extra rounds. Groups
+        still missing then are taken from the dropped ones with their loss masked out, and a warning is logged.
+        Returns the assembled batch and the number of generation rounds it cost.
+        """
+        group_size = self.num_generations
+        local_size = first["advantages"].shape[0]
+        num_groups = local_size // group_size
+        device = self.accelerator.device
+        rounds, keeps = [first], [self._groups_with_signal(first)]
+        while True:
+            missing = max(num_groups - sum(int(k.sum()) for k in keeps), 0)
+            missing_anywhere = self.accelerator.gather(torch.tensor([missing], device=device)).max().item()
+            if missing_anywhere == 0 or len(rounds) > self.args.dynamic_sampling_max_rounds:
+                break
+            out = self._score_round(self._refill_batch())
+            rounds.append(out)
+            keeps.append(self._groups_with_signal(out))
+        chosen = [(r, g) for r, k in enumerate(keeps) for g in k.nonzero().flatten().tolist()][:num_groups]
+        fillers = [(r, g) for r, k in enumerate(keeps) for g in (~k).nonzero().flatten().tolist()]
+        fillers = fillers[: num_groups - len(chosen)]
+        output = select_groups(rounds, chosen + fillers, group_size, self._tokenizer.pad_token_id)
+        trainable = torch.tensor([True] * len(chosen) + [False] * len(fillers), device=device)
+        output["lite_trainable"] = trainable.repeat_interleave(group_size)  # (B,)
+        output["completion_mask"] = output["completion_mask"] * output["lite_trainable"].unsqueeze(1)
+        output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
+
+        short = self.accelerator.gather(torch.tensor([len(fillers)], device=device)).sum().item()
+        total = num_groups * self.accelerator.num_processes
+        metrics = self._metrics["train"]
+        metrics["generation/frac_groups_masked"].append(short / total)
+        if short and self.accelerator.is_main_process:
+            logger.warning(
+                "dynamic sampling: %d of %d groups still had no reward spread after %d extra generation rounds "
+                "(dynamic_sampling_max_rounds=%d); they are kept with their loss masked out.",
+                short, total, len(rounds) - 1, self.args.dynamic_sampling_max_rounds,
+            )
+        return output, len(rounds)
+
+    def _groups_with_signal(self, output: dict) -> torch.Tensor:
+        """(G_local,) True for the groups of this process's slice whose counted rewards are not all equal."""
+        valid = ~output["lite_truncated"] if self.args.overlong_filter else None
+        return ~uniform_groups(output["lite_rewards"], self.num_generations, valid)
+
+    def _refill_batch(self) -> list[dict]:
+        """This process's share of a fresh generation batch, drawn like TRL's sampler with a separate seed (so that the
+        refill prompts are not the ones the training loop is about to draw)."""
+        if self._lite_refill_batches is None:
+            self._lite_refill_batches = self._refill_indices()
+        return [self.train_dataset[i] for i in next(self._lite_refill_batches)]
+
+    def _refill_indices(self):
+        dataset, group_size = self.train_dataset, self.num_generations
+        global_size = self.args.generation_batch_size
+        local_size = global_size // self.accelerator.num_processes
+        start = self.accelerator.process_index * local_size
+        epoch = 0
+        while True:
+            sampler = RepeatSampler(dataset, mini_repeat_count=group_size, batch_size=global_size // group_size,
+                                    shuffle=True, seed=self.args.seed + 1 + epoch)
+            indices = list(sampler)
+            if len(indices) < global_size:
+                raise ValueError(
+                    f"dynamic_sampling=True needs at least {global_size // group_size} prompts in train_dataset to "
+                    f"refill a generation batch, got {len(dataset)}."
+                )
+            for begin in range(0, len(indices) - global_size + 1, global_size):
+                yield indices[begin + start : begin + start + local_size]
+            epoch += 1
 
     # ------------------------------------------------------------------ loss aggregation, exact per optimizer step
     def _prepare_inputs(self, generation_batch):
@@ -182,14 +354,91 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
     def _compute_loss(self, model, inputs):
         weighted = {**inputs, "advantages": inputs["advantages"] * inputs["lite_advantage_scale"]}
         kl_weight = inputs["lite_kl_weight"]
-        self._lite_capture_logps = self.beta != 0.0 and bool((kl_weight != 0).any())
+        reweight_kl = self.beta != 0.0 and bool((kl_weight != 0).any())
+        diagnose = self.args.diagnostics and self.model.training
+        self._lite_capture = reweight_kl or diagnose
         try:
             loss = super()._compute_loss(model, weighted)
-            if self._lite_capture_logps:
+            if reweight_kl:
                 loss = loss + self._kl_reweighting(inputs, self._lite_logps, kl_weight)
+            if diagnose and self._lite_logps is not None:
+                self._record_loss_diagnostics(inputs, self._lite_logps.detach(), self._lite_entropies)
         finally:
-            self._lite_capture_logps, self._lite_logps = False, None
+            self._lite_capture, self._lite_logps, self._lite_entropies = False, None, None
         return loss
+
+    # ------------------------------------------------------------------ diagnostics over a logging window
+    def _lite_reset_window(self):
+        self._lite_clipped = {"low": Counter(), "high": Counter()}
+        self._lite_entropy_sums = torch.zeros(4, dtype=torch.float64, device=self.accelerator.device)
+
+    def _record_loss_diagnostics(self, inputs: dict, per_token_logps: torch.Tensor, entropies: torch.Tensor | None):
+        """Adds one micro-batch's clipped tokens and entropy sums (correct / incorrect) to the logging window."""
+        mask = self._loss_mask(inputs)  # (B, T)
+        old_logps = inputs.get("old_per_token_logps")
+        if old_logps is not None:  # otherwise old == current and the ratio is 1: nothing is clipped
+            log_ratio = per_token_logps - old_logps  # (B, T)
+            if self.importance_sampling_level == "sequence":
+                log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)  # (B, 1)
+            low, high = clipped_token_masks(
+                torch.exp(log_ratio), inputs["advantages"], mask, self.epsilon_low, self.epsilon_high
+            )
+            self._lite_clipped["low"].update(count_tokens(inputs["completion_ids"], low))
+            self._lite_clipped["high"].update(count_tokens(inputs["completion_ids"], high))
+        if entropies is not None:
+            correct = inputs["lite_correct"].bool()  # (B,)
+            per_seq = (entropies.detach() * mask).sum(-1).double()  # (B,)
+            tokens = mask.sum(-1).double()  # (B,)
+            self._lite_entropy_sums += torch.stack(
+                [per_seq[correct].sum(), tokens[correct].sum(), per_seq[~correct].sum(), tokens[~correct].sum()]
+            )
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self.args.diagnostics and self.model.training:
+            self._log_window()
+        super().log(logs, start_time)
+
+    def _log_window(self):
+        """Reduces the window's diagnostics over processes; the main process writes the clipped-token table."""
+        sums = self.accelerator.reduce(self._lite_entropy_sums, reduction="sum")  # (4,)
+        metrics = self._metrics["train"]
+        if sums[1] > 0:
+            metrics["entropy/correct"] = [(sums[0] / sums[1]).item()]
+        if sums[3] > 0:
+            metrics["entropy/incorrect"] = [(sums[2] / sums[3]).item()]
+        clipped = {"low": Counter(), "high": Counter()}
+        for part in gather_object([self._lite_clipped]):
+            for bound in clipped:
+                clipped[bound].update(part[bound])
+        self._lite_reset_window()
+        if not self.accelerator.is_main_process:
+            return
+        rows = clipped_token_table(
+            clipped["low"], clipped["high"], lambda token_id: self._tokenizer.decode([token_id]),
+            top_k=self.args.clipped_tokens_top_k,
+        )
+        step = self.state.global_step
+        os.makedirs(self.args.output_dir, exist_ok=True)
+        with open(os.path.join(self.args.output_dir, CLIPPED_TOKENS_FILE), "a", encoding="utf-8") as f:
+            f.write(json.dumps({"step": step, "low_total": sum(clipped["low"].values()),
+                                "high_total": sum(clipped["high"].values()), "tokens": rows}) + "\n")
+        if rows and self.args.report_to:
+            self._log_table("clipped_tokens", rows, step)
+
+    def _log_table(self, name: str, rows: list[dict], step: int):
+        """Logs rows as a table to wandb and trackio when they are active reporters, as TRL does for completions."""
+        import pandas as pd
+
+        frame = pd.DataFrame(rows)
+        if "wandb" in self.args.report_to and is_wandb_available():
+            import wandb
+
+            if wandb.run is not None:
+                wandb.log({name: wandb.Table(dataframe=frame)}, step=step)
+        if "trackio" in self.args.report_to and is_trackio_available():
+            import trackio
+
+            trackio.log({name: trackio.Table(dataframe=frame)}, step=step)
 
     def _kl_reweighting(self, inputs: dict, per_token_logps: torch.Tensor, kl_weight: torch.Tensor) -> torch.Tensor:
         """The difference between the KL term aggregated by the configured mode and TRL's token-sum of it.
@@ -212,6 +461,45 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         output = super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
         )
-        if self._lite_capture_logps:  # the policy forward inside `_compute_loss`
-            self._lite_logps = output[0]
+        if self._lite_capture:  # the policy forward inside `_compute_loss`
+            self._lite_logps, self._lite_entropies = output[0], output[1]
         return output
+
+
+def _strip_trailing(ids: list[int], tokens: set) -> list[int]:
+    """`ids` without its trailing EOS / padding tokens."""
+    end = len(ids)
+    while end and ids[end - 1] in tokens:
+        end -= 1
+    return ids[:end]
+
+
+def select_groups(outputs: list[dict], picks: list[tuple[int, int]], group_size: int, pad_token_id: int) -> dict:
+    """Assembles a generation batch from whole groups of several generation rounds' outputs.
+
+    `picks` lists `(round, group)` pairs; each per-sample tensor (first dim = the local batch size) is cut to those
+    groups' rows, in order. Sequence tensors of different rounds are padded to the widest: on the left for the prompt
+    (TRL left-pads prompts), on the right otherwise, with `pad_token_id` for ids and 0 for masks and log-probs.
+    """
+    local_size = outputs[0]["advantages"].shape[0]
+    selected = {}
+    for key, value in outputs[0].items():
+        if not (isinstance(value, torch.Tensor) and value.ndim >= 1 and value.shape[0] == local_size):
+            if isinstance(value, (list, tuple)) or (isinstance(value, torch.Tensor) and value.ndim > 0):
+                raise ValueError(f"dynamic_sampling does not support batches with {key!r} (text-only batches are).")
+            selected[key] = value  # scalars such as num_items_in_batch, recomputed by the caller
+            continue
+        parts = [outputs[r][key][g * group_size : (g + 1) * group_size] for r, g in picks]
+        if value.ndim == 2:
+            width = max(part.shape[1] for part in parts)
+            fill = pad_token_id if key.endswith("_ids") else 0
+            left = key.startswith("prompt")
+            parts = [
+                torch.nn.functional.pad(part, (width - part.shape[1], 0) if left else (0, width - part.shape[1]),
+                                        value=fill)
+                for part in parts
+            ]
+        elif value.ndim > 2:
+            raise ValueError(f"dynamic_sampling does not support batches with {key!r} (text-only batches are).")
+        selected[key] = torch.cat(parts)
+    return selected
