@@ -7,7 +7,13 @@ Lite PPO, and held-out accuracy on the hard level is printed before and after tr
     python examples/train_lite.py
     accelerate launch examples/train_lite.py
 
-At real scale every LitePPOConfig field is a flag, and `--config recipe.yaml` loads a recipe:
+`--recipe NAME` applies a named recipe (lite_ppo, grpo, dr_grpo, instruct, dapo; see `trl_lite/recipes.py`), and
+explicit flags and `--config` values override it:
+
+    python examples/train_lite.py --recipe dapo        # the CPU run above, with DAPO's settings
+    accelerate launch examples/train_lite.py --config examples/recipes/lite_ppo_qwen3_4b_base.yaml --recipe dr_grpo
+
+At real scale every LitePPOConfig field is a flag, and `--config recipe.yaml` loads a full setup:
 
     accelerate launch --config_file examples/accelerate_configs/deepspeed_zero3.yaml examples/train_lite.py \
         --config examples/recipes/lite_ppo_qwen3_4b_base.yaml
@@ -43,6 +49,7 @@ from trl_lite.tasks.arithmetic import (
     exact_answer_reward,
     pass_rate,
 )
+from trl_lite.recipes import apply_recipe_defaults
 from trl_lite.rewards import REWARDS
 
 
@@ -177,6 +184,9 @@ CPU_DEFAULTS = [
 
 if __name__ == "__main__":
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    argv = sys.argv[1:] if len(sys.argv) > 1 else CPU_DEFAULTS + ([] if torch.cuda.is_available() else ["--use_cpu"])
+    argv = sys.argv[1:]
+    if not argv or argv[:1] == ["--recipe"] and len(argv) == 2:  # the CPU run, optionally with a recipe
+        argv = CPU_DEFAULTS + ([] if torch.cuda.is_available() else ["--use_cpu"]) + argv
+    apply_recipe_defaults(parser, argv)  # recipe < --config YAML < explicit flags
     script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
     main(script_args, training_args, model_args)

@@ -1,10 +1,11 @@
-"""The `trl-lite` command: `trl-lite eval ...` (`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`)."""
+"""The `trl-lite` command: `trl-lite eval ...` (`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`),
+`trl-lite ablate ...` (`trl_lite.ablate`)."""
 
 from __future__ import annotations
 
 import sys
 
-COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend"}
+COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend", "ablate": "trl_lite.ablate"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,298 @@
+"""The ablation runner: recipes x seeds, per-step metrics, the paper's figures and a summary table.
+
+    trl-lite ablate --recipes lite_ppo,grpo,dapo --seeds 3 --max-steps 100 --output-dir runs/ablation
+
+runs every recipe of `trl_lite.recipes` named in `--recipes` once per seed (on the built-in arithmetic task with the
+embedded policy by default, CPU-friendly; `--dataset` and `--model` for others), and writes to `--output-dir`:
+
+- `runs/<recipe>/seed<k>/metrics.jsonl`: every logged step (TRL's metrics and trl-lite's diagnostics), and
+  `result.json` once the run has finished. A run with a `result.json` is not repeated, so an interrupted ablation
+  resumes where it stopped (an unfinished run starts over).
+- `accuracy.png`, `entropy.png`, `response_length.png`, `clip_fraction.png`: mean over seeds per recipe with a
+  +/- 1 std band, as the paper's figures.
+- `summary.md` / `summary.json`: final training accuracy and held-out accuracy (mean +/- std over seeds), completions
+  generated and generation rounds per generation batch (the compute cost dynamic sampling adds).
+
+Each run is an ordinary `LitePPOTrainer` run in this process; `--set field=value` overrides any `LitePPOConfig` field
+for every run (e.g. `--set epsilon_high=0.32`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+
+import yaml
+
+from .recipes import RECIPES
+
+# The CPU setting of the built-in task. 8 prompts x 8 completions per generation batch, trained in 4 optimizer steps of
+# 16 completions each, so that the later steps are off-policy and the PPO clip (and clip-higher) has work to do.
+BUILTIN_SETTINGS = {
+    "per_device_train_batch_size": 16,
+    "steps_per_generation": 4,
+    "num_generations": 8,
+    "max_completion_length": 14,
+    "learning_rate": 1e-4,
+    "lr_scheduler_type": "constant",
+    "temperature": 1.0,
+}
+COMMON_SETTINGS = {"logging_steps": 1, "report_to": "none", "save_strategy": "no", "disable_tqdm": True}
+FIGURES = {
+    "accuracy.png": ("training accuracy (mean reward of the first reward function)", None),
+    "entropy.png": ("token entropy", ["entropy"]),
+    "response_length.png": ("mean response length (tokens)", ["completions/mean_length"]),
+    "clip_fraction.png": ("clipped token fraction", ["clip_ratio/low_mean", "clip_ratio/high_mean"]),
+}
+
+
+def run_dir(output_dir: str, recipe: str, seed: int) -> str:
+    return os.path.join(output_dir, "runs", recipe, f"seed{seed}")
+
+
+def _accuracy_key(reward_name: str) -> str:
+    return f"rewards/{reward_name}/mean"
+
+
+def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: str | None = None,
+            dataset: str | None = None, reward_funcs: list[str] | None = None, overrides: dict | None = None,
+            eval_problems: int = 100, progress: bool = True) -> dict:
+    """Trains one recipe with one seed; writes `metrics.jsonl` and `result.json` into its run folder; returns the
+    result."""
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
+
+    from .config import LitePPOConfig
+    from .data import SOURCES, _read_local, load_source
+    from .rewards import REWARDS
+    from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
+    from .trainer import LitePPOTrainer
+
+    folder = run_dir(output_dir, recipe, seed)
+    shutil.rmtree(folder, ignore_errors=True)  # an unfinished run starts over
+    os.makedirs(folder)
+    builtin = dataset is None
+    settings = {**(BUILTIN_SETTINGS if builtin else {}), **COMMON_SETTINGS, "max_steps": max_steps, "seed": seed,
+                "output_dir": folder, "bf16": False, "use_cpu": not torch.cuda.is_available(), **(overrides or {})}
+    args = LitePPOConfig.from_recipe(recipe, **settings)
+    if builtin:
+        train_set = arithmetic_dataset("medium,hard", split="train", seed=seed)
+        names = reward_funcs or ["exact_answer"]
+    else:
+        train_set = load_source(dataset) if dataset in SOURCES else _read_local(dataset)
+        names = reward_funcs or ["math_accuracy"]
+    funcs = [REWARDS[name] for name in names]
+    model_id = model or embedded_policy_path()
+    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    policy = AutoModelForCausalLM.from_pretrained(model_id)
+
+    metrics_path = os.path.join(folder, "metrics.jsonl")
+
+    class WriteMetrics(TrainerCallback):
+        """Appends every log to metrics.jsonl and shows the run's progress (instead of printing each log)."""
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.bar = tqdm(total=state.max_steps, desc=f"{recipe} seed {seed}", unit="step", leave=False,
+                            disable=not progress or not state.is_world_process_zero, file=sys.stderr)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.bar.update(1)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.bar.close()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs and "train_runtime" not in logs:
+                with open(metrics_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+    trainer = LitePPOTrainer(model=policy, reward_funcs=funcs, args=args, train_dataset=train_set,
+                             processing_class=tokenizer, callbacks=[WriteMetrics()])
+    trainer.remove_callback(PrinterCallback)
+    output = trainer.train()
+    history = read_metrics(metrics_path)
+    accuracy_key = _accuracy_key(getattr(funcs[0], "__name__", names[0]))
+    last = [row[accuracy_key] for row in history if row.get(accuracy_key) is not None]
+    rounds = [row["generation/rounds"] for row in history if row.get("generation/rounds") is not None]
+    result = {
+        "recipe": recipe,
+        "seed": seed,
+        "steps": trainer.state.global_step,
+        "accuracy_key": accuracy_key,
+        "final_train_accuracy": last[-1] if last else None,
+        "completions_generated": trainer._lite_completions_generated,
+        "mean_generation_rounds": sum(rounds) / len(rounds) if rounds else None,
+        "train_runtime_s": output.metrics.get("train_runtime"),
+    }
+    if builtin and eval_problems > 0:
+        eval_set = arithmetic_dataset("hard", split="test", num_per_level=eval_problems, seed=0)
+        result["heldout_accuracy"] = pass_rate(trainer.model, tokenizer, eval_set, greedy=False,
+                                               max_new_tokens=args.max_completion_length)
+    with open(os.path.join(folder, "result.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    return result
+
+
+def read_metrics(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not values:
+        return float("nan"), float("nan")
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+    return mean, math.sqrt(var)
+
+
+def _series(histories: list[list[dict]], key: str) -> tuple[list[int], list[float], list[float]]:
+    """Per step: mean and std over the seeds that logged `key` at that step."""
+    by_step: dict[int, list[float]] = {}
+    for history in histories:
+        for row in history:
+            if row.get(key) is not None:
+                by_step.setdefault(row["step"], []).append(float(row[key]))
+    steps = sorted(by_step)
+    stats = [_mean_std(by_step[s]) for s in steps]
+    return steps, [m for m, _ in stats], [s for _, s in stats]
+
+
+def plot(output_dir: str, histories: dict[str, list[list[dict]]], accuracy_keys: dict[str, str]) -> list[str]:
+    """Draws the four figures (one line per recipe and metric, with a +/- 1 std band over seeds); returns their
+    paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for filename, (label, keys) in FIGURES.items():
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for recipe, runs in histories.items():
+            for key in keys or [accuracy_keys[recipe]]:
+                steps, mean, std = _series(runs, key)
+                if not steps:
+                    continue
+                name = recipe if keys is None or len(keys) == 1 else f"{recipe} ({key.split('/')[-1]})"
+                line = ax.plot(steps, mean, label=name)[0]
+                ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                                color=line.get_color(), alpha=0.2)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel(label)
+        ax.legend()
+        fig.tight_layout()
+        path = os.path.join(output_dir, filename)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def summarize(results: dict[str, list[dict]]) -> tuple[str, list[dict]]:
+    """The markdown summary table and its rows (one per recipe, mean +/- std over seeds)."""
+    rows = []
+    for recipe, runs in results.items():
+        train_mean, train_std = _mean_std([r["final_train_accuracy"] for r in runs])
+        heldout_mean, heldout_std = _mean_std([r.get("heldout_accuracy") for r in runs])
+        rounds_mean, _ = _mean_std([r["mean_generation_rounds"] for r in runs])
+        generated = _mean_std([r["completions_generated"] for r in runs])[0]
+        rows.append({"recipe": recipe, "seeds": len(runs), "final_train_accuracy": train_mean,
+                     "final_train_accuracy_std": train_std, "heldout_accuracy": heldout_mean,
+                     "heldout_accuracy_std": heldout_std, "completions_generated": generated,
+                     "generation_rounds": rounds_mean})
+
+    def pm(mean, std):
+        return "n/a" if math.isnan(mean) else f"{mean:.3f} ± {std:.3f}"
+
+    lines = [
+        "| recipe | seeds | final train accuracy | held-out accuracy (sampled) | completions generated | rounds per batch |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['recipe']} | {row['seeds']} | {pm(row['final_train_accuracy'], row['final_train_accuracy_std'])} | "
+            f"{pm(row['heldout_accuracy'], row['heldout_accuracy_std'])} | {row['completions_generated']:.0f} | "
+            f"{row['generation_rounds']:.2f} |"
+        )
+    return "\n".join(lines) + "\n", rows
+
+
+def ablate(recipes: list[str], seeds: int, max_steps: int, output_dir: str, *, progress: bool = True,
+           **run_kwargs) -> dict:
+    """Runs (or resumes) the ablation and writes the figures and the summary; returns the summary rows and paths."""
+    from tqdm.auto import tqdm
+
+    unknown = [name for name in recipes if name not in RECIPES]
+    if unknown:
+        raise ValueError(f"recipes={','.join(recipes)!r} names {unknown}; expected recipes among {RECIPES.names()}.")
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"seeds={seeds!r} is not supported; expected an int >= 1.")
+    os.makedirs(output_dir, exist_ok=True)
+    results: dict[str, list[dict]] = {name: [] for name in recipes}
+    histories: dict[str, list[list[dict]]] = {name: [] for name in recipes}
+    jobs = [(recipe, seed) for recipe in recipes for seed in range(seeds)]
+    bar = tqdm(jobs, desc="ablation", unit="run", disable=not progress, file=sys.stderr)
+    for recipe, seed in bar:
+        bar.set_postfix_str(f"{recipe} seed {seed}")
+        folder = run_dir(output_dir, recipe, seed)
+        done = os.path.join(folder, "result.json")
+        if os.path.exists(done):  # finished before: not repeated
+            with open(done, encoding="utf-8") as f:
+                result = json.load(f)
+        else:
+            result = run_one(recipe, seed, output_dir, max_steps=max_steps, progress=progress, **run_kwargs)
+        results[recipe].append(result)
+        histories[recipe].append(read_metrics(os.path.join(folder, "metrics.jsonl")))
+    accuracy_keys = {recipe: runs[0]["accuracy_key"] for recipe, runs in results.items()}
+    figures = plot(output_dir, histories, accuracy_keys)
+    table, rows = summarize(results)
+    with open(os.path.join(output_dir, "summary.md"), "w", encoding="utf-8") as f:
+        f.write(f"# Ablation: {', '.join(recipes)} x {seeds} seeds x {max_steps} steps\n\n{table}")
+    with open(os.path.join(output_dir, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump({"rows": rows, "runs": results}, f, indent=2)
+    return {"rows": rows, "table": table, "figures": figures}
+
+
+def _parse_set(values: list[str]) -> dict:
+    overrides = {}
+    for item in values:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r} is not supported; expected field=value, e.g. epsilon_high=0.32.")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="trl-lite ablate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipes", default="lite_ppo,grpo,dapo", help=f"Comma-separated, among {RECIPES.names()}.")
+    parser.add_argument("--seeds", type=int, default=3, help="Seeds per recipe (0, 1, ...).")
+    parser.add_argument("--max-steps", type=int, default=100, help="Optimizer steps per run.")
+    parser.add_argument("--output-dir", default="runs/ablation")
+    parser.add_argument("--model", default=None, help="Local model path; the embedded policy by default.")
+    parser.add_argument("--dataset", default=None,
+                        help="A trl_lite.data source name or a local JSONL/parquet file with prompt and answer "
+                             "columns; the built-in arithmetic task by default.")
+    parser.add_argument("--reward-funcs", default=None, help="Comma-separated reward names (trl_lite.rewards).")
+    parser.add_argument("--eval-problems", type=int, default=100,
+                        help="Built-in task: held-out hard problems scored after each run (0 to skip).")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="Override a LitePPOConfig field for every run (repeatable).")
+    args = parser.parse_args(argv)
+    summary = ablate(
+        [name.strip() for name in args.recipes.split(",") if name.strip()], args.seeds, args.max_steps,
+        args.output_dir, model=args.model, dataset=args.dataset,
+        reward_funcs=args.reward_funcs.split(",") if args.reward_funcs else None,
+        overrides=_parse_set(args.set), eval_problems=args.eval_problems,
+    )
+    print(summary["table"], end="")
+    print(f"figures: {', '.join(summary['figures'])}", file=sys.stderr)
