@@ -394,7 +394,7 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             )
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self.args.diagnostics and self.model.training:
+        if self.args.diagnostics and self.model.training and "train_runtime" not in logs:  # not the closing summary
             self._log_window()
         super().log(logs, start_time)
 
