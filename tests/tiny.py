@@ -150,3 +150,33 @@ class RecordingTrainer(LitePPOTrainer):
             }
         )
         return output
+
+
+# ------------------------------------------------------------------ dynamic sampling
+GROUP = 4
+
+
+def uniform_or_mixed(prompts, completions, **kwargs):
+    """Prompts with an 'a' always score 1 (a uniform group); the others alternate 0, 1 by position (mixed)."""
+    return [1.0 if "a" in prompt else float(i % 2) for i, prompt in enumerate(prompts)]
+
+
+def uniform_or_mixed_dataset(uniform: int, mixed: int) -> Dataset:
+    return Dataset.from_dict({"prompt": [f"a{i}?" for i in range(uniform)] + [f"b{i}?" for i in range(mixed)]})
+
+
+class DynamicRecorder(LitePPOTrainer):
+    """Keeps the prompt and reward of every generated group (per round) and of every trained group (per step)."""
+
+    def _score_round(self, inputs):
+        output = super()._score_round(inputs)
+        self.generated = getattr(self, "generated", [])
+        prompts = self.processing_class.batch_decode(output["prompt_ids"], skip_special_tokens=True)
+        self.generated.append(list(zip(prompts[::GROUP], output["lite_rewards"].view(-1, GROUP).tolist())))
+        return output
+
+    def _compute_loss(self, model, inputs):
+        self.trained = getattr(self, "trained", [])
+        prompts = self.processing_class.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
+        self.trained.append((prompts, inputs["lite_trainable"].tolist(), inputs["completion_mask"].sum(-1).tolist()))
+        return super()._compute_loss(model, inputs)
