@@ -8,10 +8,11 @@ embedded policy by default, CPU-friendly; `--dataset` and `--model` for others),
 - `runs/<recipe>/seed<k>/metrics.jsonl`: every logged step (TRL's metrics and trl-lite's diagnostics), and
   `result.json` once the run has finished. A run with a `result.json` is not repeated, so an interrupted ablation
   resumes where it stopped (an unfinished run starts over).
-- `accuracy.png`, `entropy.png`, `response_length.png`, `clip_fraction.png`: mean over seeds per recipe with a
-  +/- 1 std band, as the paper's figures.
-- `summary.md` / `summary.json`: final training accuracy and held-out accuracy (mean +/- std over seeds), completions
-  generated and generation rounds per generation batch (the compute cost dynamic sampling adds).
+- `accuracy.png`, `entropy.png`, `response_length.png`, `clip_fraction.png` (low and high bound panels): mean over
+  seeds per recipe with a +/- 1 std band, smoothed over 5 logged points, as the paper's figures.
+- `summary.md` / `summary.json`: final training accuracy (mean reward of the first reward function over the last 5
+  generation batches) and held-out accuracy on the built-in task (one sample per problem), each mean +/- std over
+  seeds; completions generated and generation rounds per generation batch (the compute dynamic sampling adds).
 
 Each run is an ordinary `LitePPOTrainer` run in this process; `--set field=value` overrides any `LitePPOConfig` field
 for every run (e.g. `--set epsilon_high=0.32`).
@@ -41,9 +42,10 @@ BUILTIN_SETTINGS = {
     "lr_scheduler_type": "constant",
     "temperature": 1.0,
 }
+FINAL_WINDOW = 5  # "final training accuracy": mean over the last 5 generation batches logged (one batch is noisy)
 COMMON_SETTINGS = {"logging_steps": 1, "report_to": "none", "save_strategy": "no", "disable_tqdm": True}
 FIGURES = {
-    "accuracy.png": ("training accuracy (mean reward of the first reward function)", None),
+    "accuracy.png": ("training accuracy (mean first reward)", None),
     "entropy.png": ("token entropy", ["entropy"]),
     "response_length.png": ("mean response length (tokens)", ["completions/mean_length"]),
     "clip_fraction.png": ("clipped token fraction", ["clip_ratio/low_mean", "clip_ratio/high_mean"]),
@@ -117,14 +119,15 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     output = trainer.train()
     history = read_metrics(metrics_path)
     accuracy_key = _accuracy_key(getattr(funcs[0], "__name__", names[0]))
-    last = [row[accuracy_key] for row in history if row.get(accuracy_key) is not None]
+    logged = [row[accuracy_key] for row in history if row.get(accuracy_key) is not None]
+    last = logged[-FINAL_WINDOW:]
     rounds = [row["generation/rounds"] for row in history if row.get("generation/rounds") is not None]
     result = {
         "recipe": recipe,
         "seed": seed,
         "steps": trainer.state.global_step,
         "accuracy_key": accuracy_key,
-        "final_train_accuracy": last[-1] if last else None,
+        "final_train_accuracy": sum(last) / len(last) if last else None,
         "completions_generated": trainer._lite_completions_generated,
         "mean_generation_rounds": sum(rounds) / len(rounds) if rounds else None,
         "train_runtime_s": output.metrics.get("train_runtime"),
@@ -166,9 +169,16 @@ def _series(histories: list[list[dict]], key: str) -> tuple[list[int], list[floa
     return steps, [m for m, _ in stats], [s for _, s in stats]
 
 
-def plot(output_dir: str, histories: dict[str, list[list[dict]]], accuracy_keys: dict[str, str]) -> list[str]:
-    """Draws the four figures (one line per recipe and metric, with a +/- 1 std band over seeds); returns their
-    paths."""
+def _smooth(values: list[float], window: int) -> list[float]:
+    """Trailing moving average over up to `window` points (the first points average what there is)."""
+    return [sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+            for i in range(len(values))]
+
+
+def plot(output_dir: str, histories: dict[str, list[list[dict]]], accuracy_keys: dict[str, str],
+         smooth: int = 5) -> list[str]:
+    """Draws the four figures: one line per recipe (mean over seeds, a trailing moving average over `smooth` logged
+    points) with a +/- 1 std band over seeds; one panel per metric. Returns their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -176,19 +186,22 @@ def plot(output_dir: str, histories: dict[str, list[list[dict]]], accuracy_keys:
 
     paths = []
     for filename, (label, keys) in FIGURES.items():
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for recipe, runs in histories.items():
-            for key in keys or [accuracy_keys[recipe]]:
-                steps, mean, std = _series(runs, key)
+        panels = keys or [None]  # None: each recipe's accuracy key
+        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+        for ax, key in zip(axes[0], panels):
+            for recipe, runs in histories.items():
+                steps, mean, std = _series(runs, key or accuracy_keys[recipe])
                 if not steps:
                     continue
-                name = recipe if keys is None or len(keys) == 1 else f"{recipe} ({key.split('/')[-1]})"
-                line = ax.plot(steps, mean, label=name)[0]
+                mean, std = _smooth(mean, smooth), _smooth(std, smooth)
+                line = ax.plot(steps, mean, label=recipe)[0]
                 ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                                color=line.get_color(), alpha=0.2)
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel(label)
-        ax.legend()
+                                color=line.get_color(), alpha=0.15)
+            ax.set_xlabel("optimizer step")
+            ax.set_title(key or label)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend()
+        axes[0][0].set_ylabel(label)
         fig.tight_layout()
         path = os.path.join(output_dir, filename)
         fig.savefig(path, dpi=100)
@@ -227,7 +240,7 @@ def summarize(results: dict[str, list[dict]]) -> tuple[str, list[dict]]:
 
 
 def ablate(recipes: list[str], seeds: int, max_steps: int, output_dir: str, *, progress: bool = True,
-           **run_kwargs) -> dict:
+           smooth: int = 5, **run_kwargs) -> dict:
     """Runs (or resumes) the ablation and writes the figures and the summary; returns the summary rows and paths."""
     from tqdm.auto import tqdm
 
@@ -253,7 +266,7 @@ def ablate(recipes: list[str], seeds: int, max_steps: int, output_dir: str, *, p
         results[recipe].append(result)
         histories[recipe].append(read_metrics(os.path.join(folder, "metrics.jsonl")))
     accuracy_keys = {recipe: runs[0]["accuracy_key"] for recipe, runs in results.items()}
-    figures = plot(output_dir, histories, accuracy_keys)
+    figures = plot(output_dir, histories, accuracy_keys, smooth=smooth)
     table, rows = summarize(results)
     with open(os.path.join(output_dir, "summary.md"), "w", encoding="utf-8") as f:
         f.write(f"# Ablation: {', '.join(recipes)} x {seeds} seeds x {max_steps} steps\n\n{table}")
@@ -285,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reward-funcs", default=None, help="Comma-separated reward names (trl_lite.rewards).")
     parser.add_argument("--eval-problems", type=int, default=100,
                         help="Built-in task: held-out hard problems scored after each run (0 to skip).")
+    parser.add_argument("--smooth", type=int, default=5, help="Moving-average window of the figures (logged points).")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="Override a LitePPOConfig field for every run (repeatable).")
     args = parser.parse_args(argv)
@@ -292,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
         [name.strip() for name in args.recipes.split(",") if name.strip()], args.seeds, args.max_steps,
         args.output_dir, model=args.model, dataset=args.dataset,
         reward_funcs=args.reward_funcs.split(",") if args.reward_funcs else None,
-        overrides=_parse_set(args.set), eval_problems=args.eval_problems,
+        overrides=_parse_set(args.set), eval_problems=args.eval_problems, smooth=args.smooth,
     )
     print(summary["table"], end="")
     print(f"figures: {', '.join(summary['figures'])}", file=sys.stderr)
