@@ -38,3 +38,14 @@ def test_final_reward_and_evaluation(tmp_path):
 
 def test_no_evaluation_says_so(tmp_path):
     assert "No evaluation results were recorded" in _render(tmp_path, [{"reward": 1.0}])
+
+
+def test_dapo_recipe_settings_are_on_the_card(tmp_path):
+    args = LitePPOConfig.from_recipe("dapo", output_dir=str(tmp_path), use_cpu=True, report_to="none",
+                                     per_device_train_batch_size=8, num_generations=8, advantage_std="auto")
+    card = str(render_model_card(args, [], model_name="m", trainer_name="LitePPO", paper=LitePPOTrainer._paper,
+                                 tags=LitePPOTrainer._tag_names))
+    assert "| recipe | dapo |" in card and "| overlong filter | True |" in card
+    assert "| soft overlong punishment | True |" in card
+    assert "| dynamic sampling | up to 3 extra rounds |" in card
+    assert "| advantage mean / std | group / auto (threshold 0.5) |" in card

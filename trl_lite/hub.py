@@ -105,12 +105,16 @@ def render_model_card(
         citation=paper.get("citation", ""),
         recipe=getattr(args, "recipe", None),
         advantage_mean=args.advantage_mean,
-        advantage_std=args.advantage_std,
+        advantage_std=(f"auto (threshold {args.auto_std_threshold})" if args.advantage_std == "auto"
+                       else args.advantage_std),
         advantage_epsilon=args.advantage_epsilon,
         loss_aggregation=args.loss_aggregation,
         epsilon=args.epsilon,
         epsilon_high=args.epsilon_high if args.epsilon_high is not None else args.epsilon,
         overlong_filter=args.overlong_filter,
+        soft_overlong_punishment=getattr(args, "soft_overlong_punishment", False),
+        dynamic_sampling=(f"up to {args.dynamic_sampling_max_rounds} extra rounds"
+                          if getattr(args, "dynamic_sampling", False) else False),
         beta=args.beta,
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,

@@ -54,10 +54,20 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
       its advantage (the clipped PPO objective is positively homogeneous in the advantage, so clip decisions and
       TRL's clip metrics are unchanged). With `beta > 0` the KL term is re-weighted the same way.
 
-    TRL metrics stay as they are; Lite PPO adds `advantages/mean`, `advantages/std`,
-    `advantages/frac_zero_std_groups` (per group, whatever the std level), `overlong/frac_truncated` and
-    `overlong/frac_filtered`. The clip fractions at the low and high bound are TRL's `clip_ratio/low_mean` and
-    `clip_ratio/high_mean`.
+    - **DAPO** (`soft_overlong_punishment`, `dynamic_sampling`): the soft overlong punishment is appended to the reward
+      functions; dynamic sampling calls TRL's `_generate_and_score_completions` once per generation round, keeps the
+      groups with reward spread, refills from fresh prompts and assembles the batch (`_dynamic_sampling`).
+    - **Diagnostics** (`diagnostics=True`, `log`): per generation round, repetition, reward concentration and
+      lengths of correct vs incorrect completions; per loss call, the clipped tokens at each bound and the entropy of
+      correct vs incorrect completions, accumulated over the logging window, reduced over processes at `log`, and
+      the clipped-token table written to `output_dir/clipped_tokens.jsonl` (and wandb / trackio).
+
+    TRL metrics stay as they are; Lite PPO adds `advantages/*` (mean, std, abs_mean, frac_zero_std_groups per group
+    whatever the std level, std_kept under `advantage_std="auto"`), `overlong/frac_truncated`,
+    `overlong/frac_filtered`, `generation/*` (rounds and completions each generation batch cost), and the
+    diagnostics `repetition/*`, `rewards/frac_groups_*`, `rewards/group_std_mean`, `rewards/batch_std`,
+    `completions/mean_length_(in)correct`, `entropy/(in)correct`. The clip fractions at the low and high bound are
+    TRL's `clip_ratio/low_mean` and `clip_ratio/high_mean`.
 
     Every saved model and checkpoint gets the trl-lite model card (`model_cards/lite_ppo.md`: technique settings,
     training length, final reward, evaluation results); a failed `push_to_hub` raises one [`~trl_lite.hub.HubPushError`]
