@@ -1,6 +1,7 @@
-"""Step time and peak memory of LitePPOTrainer (defaults) against GRPOTrainer(scale_rewards="batch", loss_type="dapo").
+"""Step time and peak memory of LitePPOTrainer (defaults, diagnostics on; and with diagnostics off) against
+GRPOTrainer(scale_rewards="batch", loss_type="dapo").
 
-Both trainers run the same tiny Llama on the same prompts; runs are interleaved (lite, trl, lite, trl, ...) so drift
+Both trainers run the same tiny Llama on the same prompts; runs are interleaved (lite, lite_no_diagnostics, trl, ...) so drift
 in machine load hits both alike. Reports the median optimizer-step time over the steps after the first of each run
 (TRL's own `step_time` metric), the median peak RSS of each run's own process, and the ratio lite / trl.
 
@@ -32,9 +33,10 @@ from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
 
 def one_run(kind: str, model_dir: str, out: str, steps: int, max_len: int) -> tuple[float, float]:
     fields = dict(max_steps=steps, max_completion_length=max_len, gradient_accumulation_steps=2, logging_steps=1)
-    if kind == "lite":
+    if kind.startswith("lite"):
+        diagnostics = kind == "lite"
         trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(64),
-                                 args=LitePPOConfig(**train_args(out, **fields)))
+                                 args=LitePPOConfig(**train_args(out, diagnostics=diagnostics, **fields)))
     else:
         trainer = GRPOTrainer(model=model_dir, reward_funcs=reward_digit_count, train_dataset=prompt_dataset(64),
                               args=GRPOConfig(**train_args(out, scale_rewards="batch", loss_type="dapo", **fields)))
@@ -69,9 +71,9 @@ def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_tiny_model(os.path.join(tmp, "model"))
-        results = {"lite": [], "trl": []}
+        results = {"lite": [], "lite_no_diagnostics": [], "trl": []}
         for run in range(args.runs):
-            for kind in ("lite", "trl"):
+            for kind in results:
                 results[kind].append(isolated_run(kind, model_dir, os.path.join(tmp, f"{kind}{run}"), args.steps,
                                              args.max_completion_length))
     med = {k: statistics.median(t for t, _ in v) for k, v in results.items()}
@@ -81,6 +83,7 @@ def main():
         "command": " ".join(sys.argv),
         "median_step_time_s": med,
         "step_time_ratio_lite_over_trl": med["lite"] / med["trl"],
+        "step_time_ratio_lite_no_diagnostics_over_trl": med["lite_no_diagnostics"] / med["trl"],
         "median_peak_rss_mib": mem,
         "all_runs": results,
         "date": time.strftime("%Y-%m-%d"),
@@ -88,8 +91,10 @@ def main():
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
-    print(f"median step time: lite {med['lite']:.4f}s, trl {med['trl']:.4f}s, ratio {report['step_time_ratio_lite_over_trl']:.3f}; "
-          f"peak RSS: lite {mem['lite']:.1f} MiB, trl {mem['trl']:.1f} MiB -> {args.out}", file=sys.stderr)
+    print(f"median step time: lite {med['lite']:.4f}s, lite without diagnostics {med['lite_no_diagnostics']:.4f}s, "
+          f"trl {med['trl']:.4f}s, ratios {report['step_time_ratio_lite_over_trl']:.3f} / "
+          f"{report['step_time_ratio_lite_no_diagnostics_over_trl']:.3f}; peak RSS: lite {mem['lite']:.1f} MiB, "
+          f"trl {mem['trl']:.1f} MiB -> {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -238,3 +238,22 @@ def test_soft_overlong_punishment_adds_a_reward(tiny_model_dir, tmp_path):
     values = [row["rewards/soft_overlong_punishment_reward/mean"] for row in trainer.state.log_history
               if "rewards/soft_overlong_punishment_reward/mean" in row]
     assert len(values) == 2 and all(-1.0 <= v <= 0.0 for v in values)
+
+
+def test_clipped_token_table_goes_to_wandb_when_it_reports(tiny_model_dir, tmp_path, monkeypatch):
+    import sys
+    import types
+
+    import trl_lite.trainer as trainer_module
+
+    logged = []
+    fake = types.SimpleNamespace(run=object(), Table=lambda dataframe: ("table", dataframe.to_dict("records")),
+                                 log=lambda data, step: logged.append((data, step)))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.setattr(trainer_module, "is_wandb_available", lambda: True)
+    trainer = LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count,
+                             args=LitePPOConfig(**train_args(tmp_path)), train_dataset=prompt_dataset())
+    trainer.args.report_to = ["wandb"]  # set after construction: no real wandb callback is built
+    rows = [{"bound": "high", "token": "7", "token_id": 9, "count": 2, "share": 1.0}]
+    trainer._log_table("clipped_tokens", rows, step=3)
+    assert logged == [({"clipped_tokens": ("table", rows)}, 3)]

@@ -39,6 +39,9 @@ def test_drops_exactly_the_uniform_groups_and_refills(tiny_model_dir, tmp_path):
     total = [row["generation/completions_total"] for row in trainer.state.log_history
              if "generation/completions_total" in row]
     assert total[-1] == sum(rounds) * 2 * GROUP
+    per_step = [row["generation/completions_per_optimizer_step"] for row in trainer.state.log_history
+                if "generation/completions_per_optimizer_step" in row]
+    assert per_step == [r * 2 * GROUP for r in rounds]  # one optimizer step per generation batch here
 
 
 def test_stops_at_the_round_limit_with_a_warning(tiny_model_dir, tmp_path, caplog):

@@ -165,6 +165,8 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             self._lite_completions_generated += generated
             metrics["generation/rounds"].append(float(rounds))
             metrics["generation/completions"].append(float(generated))
+            steps_per_batch = self.args.steps_per_generation // self.args.gradient_accumulation_steps
+            metrics["generation/completions_per_optimizer_step"].append(generated / steps_per_batch)
             metrics["generation/completions_total"].append(float(self._lite_completions_generated))
         return output
 
@@ -181,7 +183,7 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)  # (N,)
         rewards[unscorable] = torch.nan
         correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
-        truncated = self.accelerator.gather(self._lite_truncated)  # (N,)
+        truncated = self.accelerator.gather(self._lite_truncated.int()).bool()  # (N,) gathered as ints
         local_size = output["advantages"].shape[0]
         start = self.accelerator.process_index * local_size
         local = slice(start, start + local_size)
@@ -204,7 +206,7 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         metrics["overlong/frac_filtered"].append(truncated.float().mean().item() if valid is not None else 0.0)
         if self.args.diagnostics:
             lengths = self.accelerator.gather(self._lite_lengths).double()  # (N,)
-            repetitive = self.accelerator.gather(self._lite_repetitive)  # (N,)
+            repetitive = self.accelerator.gather(self._lite_repetitive.int()).bool()  # (N,)
             for name, value in repetition_shares(repetitive, truncated, correct).items():
                 metrics[f"repetition/{name}"].append(value)
             for name, value in reward_concentration(correct, rewards, group_size).items():
@@ -222,9 +224,9 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         """
         rewards = self.accelerator.gather(output["lite_rewards"])  # (N,)
         keep = ~torch.isnan(rewards)
-        valid = ~self.accelerator.gather(output["lite_truncated"]) if self.args.overlong_filter else None
+        valid = ~self.accelerator.gather(output["lite_truncated"].int()).bool() if self.args.overlong_filter else None
         if "lite_trainable" in output:  # dynamic sampling's masked filler groups
-            trainable = self.accelerator.gather(output["lite_trainable"])
+            trainable = self.accelerator.gather(output["lite_trainable"].int()).bool()
             valid = trainable if valid is None else valid & trainable
         std_level = self.args.advantage_std
         if std_level == "auto":
