@@ -182,11 +182,15 @@ CPU_DEFAULTS = [
 ]
 
 
-if __name__ == "__main__":
+def parse_cli(argv: list[str]):
+    """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME`) is the
+    CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    argv = sys.argv[1:]
     if not argv or argv[:1] == ["--recipe"] and len(argv) == 2:  # the CPU run, optionally with a recipe
         argv = CPU_DEFAULTS + ([] if torch.cuda.is_available() else ["--use_cpu"]) + argv
-    apply_recipe_defaults(parser, argv)  # recipe < --config YAML < explicit flags
-    script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
-    main(script_args, training_args, model_args)
+    apply_recipe_defaults(parser, argv)
+    return parser.parse_args_and_config(args=argv)
+
+
+if __name__ == "__main__":
+    main(*parse_cli(sys.argv[1:]))

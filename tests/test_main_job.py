@@ -198,3 +198,18 @@ def test_accelerate_configs():
     assert configs["deepspeed_zero3.yaml"]["deepspeed_config"]["zero_stage"] == 3
     offload = configs["deepspeed_zero3_offload.yaml"]["deepspeed_config"]
     assert (offload["zero_stage"], offload["offload_optimizer_device"], offload["offload_param_device"]) == (3, "cpu", "cpu")
+
+
+def test_recipe_flag_runs_the_cpu_job_with_dapo(tmp_path):
+    script_args, training_args, model_args = train_lite.parse_cli(["--recipe", "dapo"])
+    assert (training_args.recipe, training_args.dynamic_sampling, training_args.soft_overlong_punishment) == (
+        "dapo", True, True)
+    assert (training_args.max_steps, training_args.max_completion_length) == (200, 14)  # the CPU defaults
+    training_args.max_steps, training_args.output_dir = 2, str(tmp_path)  # 2 steps are enough to go end to end
+    train_lite.main(script_args, training_args, model_args)
+    card = (tmp_path / "README.md").read_text()
+    assert "| recipe | dapo |" in card and "| dynamic sampling | up to 3 extra rounds |" in card
+    # explicit flags win over the recipe
+    _, explicit, _ = train_lite.parse_cli(["--recipe", "dapo", "--output_dir", str(tmp_path), "--use_cpu",
+                                           "--epsilon_high", "0.3", "--dynamic_sampling", "false"])
+    assert (explicit.epsilon_high, explicit.dynamic_sampling, explicit.overlong_filter) == (0.3, False, True)
