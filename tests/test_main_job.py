@@ -179,12 +179,13 @@ def test_recipes_parse_to_the_paper_settings(recipe):
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps * 8 == 128 * 8  # on 8 GPUs
     name = os.path.basename(recipe)
     expected = {
-        "lite_ppo": ("group", "batch", "token-mean", 0.2, False),
-        "grpo": ("group", "group", "seq-mean-token-mean", 0.2, False),
-        "dapo": ("group", "group", "token-mean", 0.28, True),
-        "instruct": ("group", "batch", "seq-mean-token-mean", 0.32 if "4b" in name else 0.28, False),
+        "lite_ppo": ("group", "batch", "token-mean", 0.2, False, False),
+        "grpo": ("group", "group", "seq-mean-token-mean", 0.2, False, False),
+        "dapo": ("group", "group", "token-mean", 0.28, True, True),
+        "instruct": ("group", "batch", "seq-mean-token-mean", 0.32 if "4b" in name else 0.28, False, False),
     }[args.recipe]
-    got = (args.advantage_mean, args.advantage_std, args.loss_aggregation, args.epsilon_high, args.overlong_filter)
+    got = (args.advantage_mean, args.advantage_std, args.loss_aggregation, args.epsilon_high, args.overlong_filter,
+           args.dynamic_sampling)
     assert got == expected
     assert script_args.reward_funcs == "math_accuracy"
 
