@@ -98,3 +98,17 @@ def test_seed_band_and_summary_numbers():
     ]})
     assert rows[0]["completions_generated"] == 192 and rows[0]["generation_rounds"] == 1.5
     assert "| dapo | 2 | 0.800 ± 0.283 | 0.600 ± 0.141 | 192 | 1.50 |" in table
+
+
+def test_local_dataset_and_overrides(tmp_path):
+    from trl_lite.tasks.arithmetic import arithmetic_dataset
+
+    data = tmp_path / "problems.jsonl"
+    arithmetic_dataset("hard", split="train", num_per_level=16, seed=0).to_json(str(data))
+    # the built-in CPU settings are not applied to other datasets: --set gives the short completions and batch
+    summary = ablate(["grpo"], 1, 1, str(tmp_path / "out"), progress=False, dataset=str(data),
+                     reward_funcs=["exact_answer"],
+                     overrides={"max_completion_length": 14, "per_device_train_batch_size": 16})
+    result = json.load(open(tmp_path / "out" / "runs" / "grpo" / "seed0" / "result.json"))
+    assert result["completions_generated"] == 16 and "heldout_accuracy" not in result  # no held-out set
+    assert "| grpo | 1 |" in summary["table"] and "| n/a |" in summary["table"]
