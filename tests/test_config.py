@@ -71,6 +71,11 @@ def test_overlong_filter_turns_on_loss_masking():
         ({"loss_type": "grpo", "loss_aggregation": "token-mean"}, "loss_type='grpo' (loss_aggregation='seq-mean-token-mean') conflicts"),
         ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation='normalize_then_sum' is not supported"),
         ({"gradient_accumulation_steps": 2, "steps_per_generation": 3}, "steps_per_generation=3 is not supported with gradient_accumulation_steps=2"),
+        ({"auto_std_threshold": 1.5}, "auto_std_threshold=1.5 is not supported; expected a float in [0, 1]"),
+        ({"dynamic_sampling": "yes"}, "dynamic_sampling='yes' is not supported; expected True or False"),
+        ({"overlong_buffer_length": 0}, "overlong_buffer_length=0 is not supported; expected an int in [1, max_completion_length="),
+        ({"clipped_tokens_top_k": 0}, "clipped_tokens_top_k=0 is not supported; expected an int >= 1"),
+        ({"dynamic_sampling_max_rounds": 1.5}, "dynamic_sampling_max_rounds=1.5 is not supported; expected an int >= 0"),
     ],
 )
 def test_bad_values_name_field_value_and_choices(kwargs, message):

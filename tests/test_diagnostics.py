@@ -248,12 +248,12 @@ def test_clipped_token_table_goes_to_wandb_when_it_reports(tiny_model_dir, tmp_p
 
     logged = []
     fake = types.SimpleNamespace(run=object(), Table=lambda dataframe: ("table", dataframe.to_dict("records")),
-                                 log=lambda data, step: logged.append((data, step)))
+                                 log=lambda data: logged.append(data))
     monkeypatch.setitem(sys.modules, "wandb", fake)
     monkeypatch.setattr(trainer_module, "is_wandb_available", lambda: True)
     trainer = LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count,
                              args=LitePPOConfig(**train_args(tmp_path)), train_dataset=prompt_dataset())
     trainer.args.report_to = ["wandb"]  # set after construction: no real wandb callback is built
     rows = [{"bound": "high", "token": "7", "token_id": 9, "count": 2, "share": 1.0}]
-    trainer._log_table("clipped_tokens", rows, step=3)
-    assert logged == [({"clipped_tokens": ("table", rows)}, 3)]
+    trainer._log_table("clipped_tokens", rows)
+    assert logged == [{"clipped_tokens": ("table", rows)}]

@@ -15,6 +15,8 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler, get_config_model_id
 
 from .advantages import normalize_advantages, resolve_auto_std, uniform_groups, zero_std_group_fraction
+from .aggregation import sequence_weights
+from .config import LitePPOConfig
 from .diagnostics import (
     clipped_token_masks,
     clipped_token_table,
@@ -24,14 +26,12 @@ from .diagnostics import (
     repetition_shares,
     reward_concentration,
 )
+from .hub import ModelCardMixin
 from .rewards import soft_overlong_punishment
 
 logger = logging.getLogger(__name__)
 
 CLIPPED_TOKENS_FILE = "clipped_tokens.jsonl"
-from .aggregation import sequence_weights
-from .config import LitePPOConfig
-from .hub import ModelCardMixin
 
 
 class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
@@ -435,10 +435,11 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             f.write(json.dumps({"step": step, "low_total": sum(clipped["low"].values()),
                                 "high_total": sum(clipped["high"].values()), "tokens": rows}) + "\n")
         if rows and self.args.report_to:
-            self._log_table("clipped_tokens", rows, step)
+            self._log_table("clipped_tokens", rows)
 
-    def _log_table(self, name: str, rows: list[dict], step: int):
-        """Logs rows as a table to wandb and trackio when they are active reporters, as TRL does for completions."""
+    def _log_table(self, name: str, rows: list[dict]):
+        """Logs rows as a table to wandb and trackio when they are active reporters, as TRL does for completions
+        (without a step: the trackers' own step counters stay in charge)."""
         import pandas as pd
 
         frame = pd.DataFrame(rows)
@@ -446,11 +447,11 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             import wandb
 
             if wandb.run is not None:
-                wandb.log({name: wandb.Table(dataframe=frame)}, step=step)
+                wandb.log({name: wandb.Table(dataframe=frame)})
         if "trackio" in self.args.report_to and is_trackio_available():
             import trackio
 
-            trackio.log({name: trackio.Table(dataframe=frame)}, step=step)
+            trackio.log({name: trackio.Table(dataframe=frame)})
 
     def _kl_reweighting(self, inputs: dict, per_token_logps: torch.Tensor, kl_weight: torch.Tensor) -> torch.Tensor:
         """The difference between the KL term aggregated by the configured mode and TRL's token-sum of it.
