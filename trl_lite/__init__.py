@@ -4,6 +4,7 @@ as a TRL-compatible trainer."""
 from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, normalize_advantages
 from .aggregation import AGGREGATIONS, aggregate_loss
 from .config import LitePPOConfig
+from .recipes import RECIPES
 from .trainer import LitePPOTrainer
 
 __version__ = "0.1.0"
@@ -14,6 +15,7 @@ __all__ = [
     "AGGREGATIONS",
     "LitePPOConfig",
     "LitePPOTrainer",
+    "RECIPES",
     "aggregate_loss",
     "normalize_advantages",
 ]
