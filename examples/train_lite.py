@@ -186,7 +186,8 @@ def parse_cli(argv: list[str]):
     """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME`) is the
     CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    if not argv or argv[:1] == ["--recipe"] and len(argv) == 2:  # the CPU run, optionally with a recipe
+    only_recipe = (argv[:1] == ["--recipe"] and len(argv) == 2) or (len(argv) == 1 and argv[0].startswith("--recipe="))
+    if not argv or only_recipe:  # the CPU run, optionally with a recipe
         argv = CPU_DEFAULTS + ([] if torch.cuda.is_available() else ["--use_cpu"]) + argv
     apply_recipe_defaults(parser, argv)
     return parser.parse_args_and_config(args=argv)

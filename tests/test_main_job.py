@@ -210,6 +210,7 @@ def test_recipe_flag_runs_the_cpu_job_with_dapo(tmp_path):
     train_lite.main(script_args, training_args, model_args)
     card = (tmp_path / "README.md").read_text()
     assert "| recipe | dapo |" in card and "| dynamic sampling | up to 3 extra rounds |" in card
+    assert train_lite.parse_cli(["--recipe=grpo"])[1].loss_aggregation == "seq-mean-token-mean"  # the CPU run too
     # explicit flags win over the recipe
     _, explicit, _ = train_lite.parse_cli(["--recipe", "dapo", "--output_dir", str(tmp_path), "--use_cpu",
                                            "--epsilon_high", "0.3", "--dynamic_sampling", "false"])
