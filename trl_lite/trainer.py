@@ -151,7 +151,13 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         rounds = 1
         if mode == "train" and self.args.dynamic_sampling:
             output, rounds = self._dynamic_sampling(output)
-            advantages, counted, std_level = self._set_advantages(output, self.num_generations)
+            rewards = self.accelerator.gather(output["lite_rewards"])  # (N,)
+            truncated, trainable = (  # (N,) each, gathered as ints
+                self.accelerator.gather(output[key].int()).bool() for key in ("lite_truncated", "lite_trainable")
+            )
+            advantages, counted, std_level = self._set_advantages(
+                output, self.num_generations, rewards, truncated, trainable
+            )
         else:
             advantages, counted, std_level = self._lite_last_advantages
         metrics = self._metrics[mode]
@@ -184,14 +190,12 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         rewards[unscorable] = torch.nan
         correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
         truncated = self.accelerator.gather(self._lite_truncated.int()).bool()  # (N,) gathered as ints
-        local_size = output["advantages"].shape[0]
-        start = self.accelerator.process_index * local_size
-        local = slice(start, start + local_size)
+        local = self._process_slice(output["advantages"].shape[0])
         output["lite_rewards"] = rewards[local]
         output["lite_truncated"] = truncated[local]
         output["lite_correct"] = correct[local]
 
-        advantages, counted, std_level = self._set_advantages(output, group_size)
+        advantages, counted, std_level = self._set_advantages(output, group_size, rewards, truncated)
         self._lite_last_advantages = (advantages, counted, std_level)
         # The completions table shows the advantages computed on this round
         logged = self._logs["advantages"]
@@ -216,17 +220,19 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             metrics["completions/mean_length_incorrect"].append(length_incorrect)
         return output
 
-    def _set_advantages(self, output: dict, group_size: int) -> tuple[torch.Tensor, torch.Tensor, str]:
-        """Recomputes the advantages of a generation batch from its gathered rewards; sets this process's slice.
+    def _set_advantages(
+        self, output: dict, group_size: int, rewards: torch.Tensor, truncated: torch.Tensor,
+        trainable: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, str]:
+        """Recomputes the advantages of a generation batch and sets this process's slice in `output`.
 
-        Returns the global advantages `(N,)`, the mask of samples that count in the statistics `(N,)`, and the std level
-        used (the branch `advantage_std="auto"` took).
+        `rewards`, `truncated` and `trainable` (dynamic sampling's masked filler groups are False) are the whole
+        batch's `(N,)` values, gathered over processes. Returns the global advantages `(N,)`, the mask of samples that
+        count in the statistics `(N,)`, and the std level used (the branch `advantage_std="auto"` took).
         """
-        rewards = self.accelerator.gather(output["lite_rewards"])  # (N,)
         keep = ~torch.isnan(rewards)
-        valid = ~self.accelerator.gather(output["lite_truncated"].int()).bool() if self.args.overlong_filter else None
-        if "lite_trainable" in output:  # dynamic sampling's masked filler groups
-            trainable = self.accelerator.gather(output["lite_trainable"].int()).bool()
+        valid = ~truncated if self.args.overlong_filter else None
+        if trainable is not None:
             valid = trainable if valid is None else valid & trainable
         std_level = self.args.advantage_std
         if std_level == "auto":
@@ -235,9 +241,8 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             rewards, group_size, mean=self.args.advantage_mean, std=std_level, eps=self.args.advantage_epsilon,
             valid=valid,
         )  # (N,)
-        local_size = output["advantages"].shape[0]
-        start = self.accelerator.process_index * local_size
-        output["advantages"] = advantages[start : start + local_size].to(output["advantages"].dtype)
+        local = self._process_slice(output["advantages"].shape[0])
+        output["advantages"] = advantages[local].to(output["advantages"].dtype)
         counted = keep if valid is None else keep & valid
         return advantages, counted, std_level
 
@@ -300,8 +305,7 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
     def _refill_indices(self):
         dataset, group_size = self.train_dataset, self.num_generations
         global_size = self.args.generation_batch_size
-        local_size = global_size // self.accelerator.num_processes
-        start = self.accelerator.process_index * local_size
+        local = self._process_slice(global_size // self.accelerator.num_processes)
         epoch = 0
         while True:
             sampler = RepeatSampler(dataset, mini_repeat_count=group_size, batch_size=global_size // group_size,
@@ -313,7 +317,7 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
                     f"refill a generation batch, got {len(dataset)}."
                 )
             for begin in range(0, len(indices) - global_size + 1, global_size):
-                yield indices[begin + start : begin + start + local_size]
+                yield indices[begin : begin + global_size][local]
             epoch += 1
 
     # ------------------------------------------------------------------ loss aggregation, exact per optimizer step
@@ -344,8 +348,7 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         lengths = self.accelerator.gather(local_lengths)  # (P*G*B,), in process order
         weights = sequence_weights(lengths, self.args.loss_aggregation, max_length=self.max_completion_length)
         total = lengths.sum()
-        start = self.accelerator.process_index * local_lengths.numel()
-        local_weights = weights[start : start + local_lengths.numel()]  # (G*B,)
+        local_weights = weights[self._process_slice(local_lengths.numel())]  # (G*B,)
         token_weight = torch.where(total > 0, 1.0 / total.clamp(min=1), torch.zeros_like(total))
         num_processes = self.accelerator.num_processes
         num_items = total * self.args.steps_per_generation / self.current_gradient_accumulation_steps if train else total
@@ -357,6 +360,11 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             batch["lite_advantage_scale"] = (w * total).float()  # token-mean: exactly 1
             batch["lite_kl_weight"] = (num_processes * (w - token_weight)).float()  # token-mean: exactly 0
             batch["num_items_in_batch"] = num_items.float()
+
+    def _process_slice(self, local_size: int) -> slice:
+        """This process's rows of a batch gathered over processes (in process order, `local_size` rows each)."""
+        start = self.accelerator.process_index * local_size
+        return slice(start, start + local_size)
 
     @staticmethod
     def _loss_mask(inputs: dict) -> torch.Tensor:
