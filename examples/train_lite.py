@@ -11,6 +11,9 @@ Lite PPO, and held-out accuracy on the hard level is printed before and after tr
 explicit flags and `--config` values override it:
 
     python examples/train_lite.py --recipe dapo        # the CPU run above, with DAPO's settings
+
+A preempted run resumes with the same command plus `--resume_from_checkpoint true` (the last complete checkpoint in
+`--output_dir`) or `--resume_from_checkpoint runs/x/checkpoint-500`.
     accelerate launch examples/train_lite.py --config examples/recipes/lite_ppo_qwen3_4b_base.yaml --recipe dr_grpo
 
 At real scale every LitePPOConfig field is a flag, and `--config recipe.yaml` loads a full setup:
@@ -49,6 +52,7 @@ from trl_lite.tasks.arithmetic import (
     exact_answer_reward,
     pass_rate,
 )
+from trl_lite.checkpoints import resolve_resume
 from trl_lite.recipes import apply_recipe_defaults
 from trl_lite.rewards import REWARDS
 
@@ -110,6 +114,8 @@ def report_accuracy(trainer, tokenizer, eval_set, label: str):
 
 
 def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args: ModelConfig):
+    # A path, or "true" for the last complete checkpoint in output_dir; checked before anything is loaded
+    checkpoint = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
     builtin = script_args.dataset_name is None
     # Under ZeRO-3 the weights are sharded until training starts, so the before/after report is left out.
     report = builtin and not is_deepspeed_zero3_enabled()
@@ -152,7 +158,9 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     )
     trainer.card_datasets = datasets
     before = report_accuracy(trainer, tokenizer, eval_set, "before") if report else None
-    trainer.train()
+    if checkpoint is not None and trainer.accelerator.is_main_process:
+        print(f"[resume] continuing from {checkpoint}", file=sys.stderr)
+    trainer.train(resume_from_checkpoint=checkpoint)
     if report:
         after = report_accuracy(trainer, tokenizer, eval_set, "after")
         trainer.evaluation_results = {

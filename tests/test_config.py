@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+import typing
 
 import pytest
 
@@ -64,12 +65,15 @@ def test_overlong_filter_turns_on_loss_masking():
         ({"epsilon": 1.5}, "epsilon=1.5 is not supported; expected a float in (0, 1)"),
         ({"epsilon_high": -0.1}, "epsilon_high=-0.1 is not supported; expected a float > 0 or None"),
         ({"scale_rewards": "prompt"}, "scale_rewards='prompt' is not supported; expected one of ['group', 'batch', 'none'"),
-        ({"loss_type": "cispo"}, "loss_type='cispo' is not supported by LitePPOConfig: it changes the per-token objective"),
-        ({"loss_type": "sapo"}, "loss_type='sapo' is not supported"),
-        ({"loss_type": "vespo"}, "loss_type='vespo' is not supported"),
+        ({"loss_type": "gspo"}, "loss_type='gspo' is not supported; expected one of ['dapo', 'bnpo', 'grpo', 'luspo', 'dr_grpo', 'cispo', 'sapo', 'vespo']"),
         ({"scale_rewards": "group", "advantage_std": "batch"}, "scale_rewards='group' (advantage_std='group') conflicts with advantage_std='batch'"),
         ({"loss_type": "grpo", "loss_aggregation": "token-mean"}, "loss_type='grpo' (loss_aggregation='seq-mean-token-mean') conflicts"),
-        ({"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation='normalize_then_sum' is not supported"),
+        ({"multi_objective_aggregation": "sum"}, "multi_objective_aggregation='sum' is not supported; expected 'sum_then_normalize' or 'normalize_then_sum'"),
+        # bools are ints to Python: True must not pass as 1
+        ({"overlong_buffer_length": True}, "overlong_buffer_length=True is not supported; expected an int"),
+        ({"clipped_tokens_top_k": True}, "clipped_tokens_top_k=True is not supported; expected an int >= 1"),
+        ({"dynamic_sampling_max_rounds": False}, "dynamic_sampling_max_rounds=False is not supported; expected an int >= 0"),
+        ({"advantage_epsilon": True}, "advantage_epsilon=True is not supported; expected a float >= 0"),
         ({"gradient_accumulation_steps": 2, "steps_per_generation": 3}, "steps_per_generation=3 is not supported with gradient_accumulation_steps=2"),
         ({"auto_std_threshold": 1.5}, "auto_std_threshold=1.5 is not supported; expected a float in [0, 1]"),
         ({"dynamic_sampling": "yes"}, "dynamic_sampling='yes' is not supported; expected True or False"),
@@ -81,6 +85,56 @@ def test_overlong_filter_turns_on_loss_masking():
 def test_bad_values_name_field_value_and_choices(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         make(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "loss_type, aggregation", [("cispo", "token-mean"), ("sapo", "seq-mean-token-mean"), ("vespo", "token-mean")]
+)
+def test_objective_loss_types_are_kept_with_trl_aggregation_by_default(loss_type, aggregation):
+    # the objective stays TRL's, the aggregation defaults to the one TRL 1.16 gives that loss type
+    args = make(loss_type=loss_type)
+    assert (args.loss_type, args.loss_aggregation) == (loss_type, aggregation)
+    # and any aggregation composes with it
+    args = make(loss_type=loss_type, loss_aggregation="seq-mean-token-sum-norm")
+    assert (args.loss_type, args.loss_aggregation) == (loss_type, "seq-mean-token-sum-norm")
+
+
+def test_normalize_then_sum_is_accepted():
+    args = make(multi_objective_aggregation="normalize_then_sum", advantage_mean="batch")
+    assert (args.multi_objective_aggregation, args.advantage_mean) == ("normalize_then_sum", "batch")
+
+
+def _float_fields():
+    hints = typing.get_type_hints(LitePPOConfig)
+    return [f.name for f in dataclasses.fields(LitePPOConfig)
+            if hints[f.name] is float or float in typing.get_args(hints[f.name])]
+
+
+def test_every_float_field_is_found():
+    # TRL's float fields as well as ours: a rename on either side must not silently shrink the check below
+    assert {"advantage_epsilon", "auto_std_threshold", "epsilon", "epsilon_high", "learning_rate", "beta",
+            "temperature", "top_p", "max_grad_norm"} <= set(_float_fields())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("name", _float_fields())
+def test_non_finite_floats_are_refused_by_name(name, bad):
+    with pytest.raises(ValueError, match=re.escape(f"{name}={bad!r} is not supported; expected finite numbers")):
+        make(**{name: bad})
+
+
+def test_non_finite_reward_weight_is_refused():
+    with pytest.raises(ValueError, match=re.escape("reward_weights=[1.0, nan] is not supported; expected finite")):
+        make(reward_weights=[1.0, float("nan")])
+
+
+def test_non_finite_float_from_the_command_line_is_refused():
+    from trl import TrlParser
+
+    with pytest.raises(ValueError, match="advantage_epsilon=nan is not supported"):
+        TrlParser((LitePPOConfig,)).parse_args_into_dataclasses(
+            ["--output_dir", "x", "--report_to", "none", "--use_cpu", "--advantage_epsilon", "nan"]
+        )
 
 
 def test_agreeing_values_are_accepted():

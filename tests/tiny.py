@@ -180,3 +180,63 @@ class DynamicRecorder(LitePPOTrainer):
         prompts = self.processing_class.batch_decode(inputs["prompt_ids"], skip_special_tokens=True)
         self.trained.append((prompts, inputs["lite_trainable"].tolist(), inputs["completion_mask"].sum(-1).tolist()))
         return super()._compute_loss(model, inputs)
+
+
+# ------------------------------------------------------------------ a real architecture: Qwen3 + byte-level BPE
+QWEN3_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>",
+                  "<tool_response>", "</tool_response>"]
+_BPE_CORPUS = [
+    "Please reason step by step, and put your final answer within \\boxed{}.",
+    "Let x = 3. Then 2x + 5 = 11, so the answer is \\boxed{11}.",
+    "We compute \\frac{1}{2} + \\frac{1}{3} = \\frac{5}{6}. Therefore the answer is \\boxed{\\frac{5}{6}}.",
+    "If n is even, then n^2 is even; thus \\sqrt{16} = 4 and the sum is \\boxed{4}.",
+    '{"name": "count", "arguments": {"digit": "7"}}',
+    "What is the remainder when 2^{10} is divided by 7? The answer is 2.",
+] * 20
+
+
+def build_qwen3_tokenizer():
+    """A byte-level BPE tokenizer trained here on a few math sentences (about 400 tokens), with Qwen3's special tokens
+    and Qwen3's chat template (TRL's copy, which TRL recognises for tool calling and response parsing)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    from trl.chat_template_utils import qwen3_chat_template
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=QWEN3_SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    backend.train_from_iterator(_BPE_CORPUS, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        padding_side="left")
+    tokenizer.chat_template = qwen3_chat_template
+    return tokenizer
+
+
+def build_qwen3_model(path, seed: int = 0) -> str:
+    """Saves a 2-layer Qwen3 (about 30k parameters) with the byte-level BPE tokenizer to `path`; returns the path."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    tokenizer = build_qwen3_tokenizer()
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,  # tiny: a training step in milliseconds on CPU
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        tie_word_embeddings=True,  # as Qwen3-0.6B/1.7B/4B
+    )
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)

@@ -7,7 +7,9 @@ embedded policy by default, CPU-friendly; `--dataset` and `--model` for others),
 
 - `runs/<recipe>/seed<k>/metrics.jsonl`: every logged step (TRL's metrics and trl-lite's diagnostics), and
   `result.json` once the run has finished. A run with a `result.json` is not repeated, so an interrupted ablation
-  resumes where it stopped (an unfinished run starts over).
+  resumes where it stopped. An unfinished run starts over, or, with `--resume_from_checkpoint true`, continues from
+  its last complete checkpoint (every `--save-steps` steps; `--resume_from_checkpoint PATH` names one run's
+  checkpoint, and the other unfinished runs continue from their last).
 - `accuracy.png`, `entropy.png`, `response_length.png`, `clip_fraction.png` (low and high bound panels): mean over
   seeds per recipe with a +/- 1 std band, smoothed over 5 logged points, as the paper's figures.
 - `summary.md` / `summary.json`: final training accuracy (mean reward of the first reward function over the last 5
@@ -62,9 +64,11 @@ def _accuracy_key(reward_name: str) -> str:
 
 def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: str | None = None,
             dataset: str | None = None, reward_funcs: list[str] | None = None, overrides: dict | None = None,
-            eval_problems: int = 100, progress: bool = True) -> dict:
+            eval_problems: int = 100, progress: bool = True, save_steps: int = 0,
+            resume_from_checkpoint: str | None = None) -> dict:
     """Trains one recipe with one seed; writes `metrics.jsonl` and `result.json` into its run folder; returns the
-    result."""
+    result. `resume_from_checkpoint` (a checkpoint of this run) continues the run from there instead of starting
+    over; `save_steps > 0` writes a checkpoint every `save_steps` steps (only the last is kept)."""
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
@@ -76,11 +80,21 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     from .trainer import LitePPOTrainer
 
     folder = run_dir(output_dir, recipe, seed)
-    shutil.rmtree(folder, ignore_errors=True)  # an unfinished run starts over
-    os.makedirs(folder)
+    metrics_path = os.path.join(folder, "metrics.jsonl")
+    if resume_from_checkpoint is None:
+        shutil.rmtree(folder, ignore_errors=True)  # an unfinished run starts over
+        os.makedirs(folder)
+    else:  # the logs after the checkpoint are logged again by the resumed run
+        with open(os.path.join(resume_from_checkpoint, "trainer_state.json"), encoding="utf-8") as f:
+            step = json.load(f)["global_step"]
+        kept = [row for row in read_metrics(metrics_path) if row["step"] <= step]
+        with open(metrics_path, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(row) + "\n" for row in kept)
     builtin = dataset is None
-    settings = {**(BUILTIN_SETTINGS if builtin else {}), **COMMON_SETTINGS, "max_steps": max_steps, "seed": seed,
-                "output_dir": folder, "bf16": False, "use_cpu": not torch.cuda.is_available(), **(overrides or {})}
+    saving = {"save_strategy": "steps", "save_steps": save_steps, "save_total_limit": 1} if save_steps > 0 else {}
+    settings = {**(BUILTIN_SETTINGS if builtin else {}), **COMMON_SETTINGS, **saving, "max_steps": max_steps,
+                "seed": seed, "output_dir": folder, "bf16": False, "use_cpu": not torch.cuda.is_available(),
+                **(overrides or {})}
     args = LitePPOConfig.from_recipe(recipe, **settings)
     if builtin:
         train_set = arithmetic_dataset("medium,hard", split="train", seed=seed)
@@ -93,14 +107,13 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     policy = AutoModelForCausalLM.from_pretrained(model_id)
 
-    metrics_path = os.path.join(folder, "metrics.jsonl")
-
     class WriteMetrics(TrainerCallback):
         """Appends every log to metrics.jsonl and shows the run's progress (instead of printing each log)."""
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.bar = tqdm(total=state.max_steps, desc=f"{recipe} seed {seed}", unit="step", leave=False,
-                            disable=not progress or not state.is_world_process_zero, file=sys.stderr)
+                            disable=not progress or not state.is_world_process_zero, file=sys.stderr,
+                            initial=state.global_step)
 
         def on_step_end(self, args, state, control, **kwargs):
             self.bar.update(1)
@@ -116,7 +129,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     trainer = LitePPOTrainer(model=policy, reward_funcs=funcs, args=args, train_dataset=train_set,
                              processing_class=tokenizer, callbacks=[WriteMetrics()])
     trainer.remove_callback(PrinterCallback)
-    output = trainer.train()
+    output = trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     history = read_metrics(metrics_path)
     accuracy_key = _accuracy_key(getattr(funcs[0], "__name__", names[0]))
     logged = [row[accuracy_key] for row in history if row.get(accuracy_key) is not None]
@@ -240,19 +253,35 @@ def summarize(results: dict[str, list[dict]]) -> tuple[str, list[dict]]:
 
 
 def ablate(recipes: list[str], seeds: int, max_steps: int, output_dir: str, *, progress: bool = True,
-           smooth: int = 5, **run_kwargs) -> dict:
-    """Runs (or resumes) the ablation and writes the figures and the summary; returns the summary rows and paths."""
+           smooth: int = 5, resume_from_checkpoint: str | None = None, **run_kwargs) -> dict:
+    """Runs (or resumes) the ablation and writes the figures and the summary; returns the summary rows and paths.
+
+    `resume_from_checkpoint`: `"true"` continues every unfinished run from its last complete checkpoint (runs without
+    one start over); a checkpoint path continues that run from it, and the others as with `"true"`.
+    """
     from tqdm.auto import tqdm
+
+    from .checkpoints import last_complete_checkpoint, resolve_resume, resume_mode
 
     unknown = [name for name in recipes if name not in RECIPES]
     if unknown:
         raise ValueError(f"recipes={','.join(recipes)!r} names {unknown}; expected recipes among {RECIPES.names()}.")
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds={seeds!r} is not supported; expected an int >= 1.")
+    jobs = [(recipe, seed) for recipe in recipes for seed in range(seeds)]
+    mode = resume_mode(resume_from_checkpoint)
+    named = None  # the run folder a checkpoint path belongs to
+    if mode not in (None, "last"):
+        resolve_resume(resume_from_checkpoint, output_dir)  # exists and complete
+        named = os.path.abspath(os.path.dirname(mode))
+        if named not in {os.path.abspath(run_dir(output_dir, recipe, seed)) for recipe, seed in jobs}:
+            raise ValueError(
+                f"resume_from_checkpoint={resume_from_checkpoint!r} is not a checkpoint of this ablation's runs; "
+                f"expected {os.path.join(output_dir, 'runs', '<recipe>', 'seed<k>')}/checkpoint-N, or 'true'."
+            )
     os.makedirs(output_dir, exist_ok=True)
     results: dict[str, list[dict]] = {name: [] for name in recipes}
     histories: dict[str, list[list[dict]]] = {name: [] for name in recipes}
-    jobs = [(recipe, seed) for recipe in recipes for seed in range(seeds)]
     bar = tqdm(jobs, desc="ablation", unit="run", disable=not progress, file=sys.stderr)
     for recipe, seed in bar:
         bar.set_postfix_str(f"{recipe} seed {seed}")
@@ -262,7 +291,13 @@ def ablate(recipes: list[str], seeds: int, max_steps: int, output_dir: str, *, p
             with open(done, encoding="utf-8") as f:
                 result = json.load(f)
         else:
-            result = run_one(recipe, seed, output_dir, max_steps=max_steps, progress=progress, **run_kwargs)
+            checkpoint = None
+            if named == os.path.abspath(folder):
+                checkpoint = mode
+            elif mode is not None:
+                checkpoint = last_complete_checkpoint(folder)
+            result = run_one(recipe, seed, output_dir, max_steps=max_steps, progress=progress,
+                             resume_from_checkpoint=checkpoint, **run_kwargs)
         results[recipe].append(result)
         histories[recipe].append(read_metrics(os.path.join(folder, "metrics.jsonl")))
     accuracy_keys = {recipe: runs[0]["accuracy_key"] for recipe, runs in results.items()}
@@ -301,12 +336,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smooth", type=int, default=5, help="Moving-average window of the figures (logged points).")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="Override a LitePPOConfig field for every run (repeatable).")
+    parser.add_argument("--save-steps", "--save_steps", type=int, default=40,
+                        help="Checkpoint every run every N steps, keeping the last (0: no checkpoints). Keep it a "
+                             "multiple of the optimizer steps per generation batch (4 on the built-in task): TRL "
+                             "1.16 does not save a half-used generation batch, so a resume elsewhere is not exact.")
+    parser.add_argument("--resume-from-checkpoint", "--resume_from_checkpoint", default=None, metavar="PATH|true",
+                        help="'true': unfinished runs continue from their last complete checkpoint; a path: that "
+                             "run continues from it (finished runs are never repeated).")
     args = parser.parse_args(argv)
     summary = ablate(
         [name.strip() for name in args.recipes.split(",") if name.strip()], args.seeds, args.max_steps,
         args.output_dir, model=args.model, dataset=args.dataset,
         reward_funcs=args.reward_funcs.split(",") if args.reward_funcs else None,
         overrides=_parse_set(args.set), eval_problems=args.eval_problems, smooth=args.smooth,
+        save_steps=args.save_steps, resume_from_checkpoint=args.resume_from_checkpoint,
     )
     print(summary["table"], end="")
     print(f"figures: {', '.join(summary['figures'])}", file=sys.stderr)

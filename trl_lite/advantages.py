@@ -144,6 +144,55 @@ def normalize_advantages(
     return torch.where(keep, advantages, torch.zeros_like(advantages))
 
 
+def normalize_then_sum(
+    rewards_per_func: torch.Tensor,
+    group_size: int,
+    weights: torch.Tensor,
+    *,
+    eps: float = 1e-4,
+    valid: torch.Tensor | None = None,
+) -> torch.Tensor:
+    r"""
+    TRL's `multi_objective_aggregation="normalize_then_sum"` first stage: each reward function is normalized within
+    each group, `(r_kf - mean_group_f) / (std_group_f + eps)`, then the functions are summed with their weights.
+
+    The result is the reward that the configured advantage mean and std then normalize (TRL takes batch mean and
+    batch std there). With several reward functions on different scales (accuracy in {0, 1}, a length penalty in
+    [-1, 0]), the per-function normalization keeps one function from drowning out the others (GDPO,
+    https://huggingface.co/papers/2601.05242).
+
+    Args:
+        rewards_per_func (`torch.Tensor`):
+            Rewards `(N, F)`, one column per reward function, NaN where a function gave no reward.
+        group_size (`int`):
+            Completions per prompt.
+        weights (`torch.Tensor`):
+            Reward weights `(F,)`.
+        eps (`float`, *optional*, defaults to `1e-4`):
+            Added to each group std (TRL's value).
+        valid (`torch.Tensor`, *optional*):
+            Boolean mask `(N,)` of the samples that count; the others are NaN in the result and out of every group
+            statistic (the overlong filter).
+
+    Returns:
+        `torch.Tensor`: `(N,)`; NaN where no function gave a reward or the sample is not valid.
+    """
+    if rewards_per_func.ndim != 2 or rewards_per_func.shape[1] != weights.numel():
+        raise ValueError(
+            f"rewards_per_func must have shape (N, {weights.numel()}), got {tuple(rewards_per_func.shape)}."
+        )
+    x = rewards_per_func
+    if valid is not None:
+        x = torch.where(valid.bool().unsqueeze(1), x, torch.full_like(x, float("nan")))
+    num_funcs = x.shape[1]
+    grouped = x.reshape(-1, group_size, num_funcs)  # (G, K, F)
+    mean = grouped.nanmean(dim=1, keepdim=True)  # (G, 1, F)
+    std = nan_std(grouped, dim=1).unsqueeze(1)  # (G, 1, F)
+    normalized = ((grouped - mean) / (std + eps)).reshape(-1, num_funcs)  # (N, F)
+    summed = (normalized * weights.to(x.dtype).unsqueeze(0)).nansum(dim=1)  # (N,)
+    return torch.where(torch.isnan(x).all(dim=1), torch.full_like(summed, float("nan")), summed)
+
+
 def uniform_groups(rewards: torch.Tensor, group_size: int, valid: torch.Tensor | None = None) -> torch.Tensor:
     """Which groups carry no learning signal under a group mean: all counted rewards match, or none is counted. (G,)
 

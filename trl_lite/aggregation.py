@@ -40,14 +40,22 @@ WeightFn = Callable[[torch.Tensor, int], torch.Tensor]
 
 AGGREGATIONS: Registry[WeightFn] = Registry("loss_aggregation")
 
-# TRL `loss_type` -> the aggregation it performs (used to translate GRPOConfig's field). TRL loss types missing here
-# (`cispo`, `sapo`, `vespo`) change the per-token objective itself, which Lite PPO's aggregation cannot express.
+# TRL `loss_type` -> the aggregation it performs (used to translate GRPOConfig's field). These loss types share the
+# clipped PPO objective and differ only in how they aggregate it.
 TRL_LOSS_TYPE_TO_AGGREGATION = {
     "dapo": "token-mean",
     "bnpo": "token-mean",
     "grpo": "seq-mean-token-mean",
     "luspo": "seq-mean-token-sum",
     "dr_grpo": "seq-mean-token-sum-norm",
+}
+
+# TRL `loss_type`s that change the per-token objective itself -> the aggregation TRL 1.16 gives them, used unless
+# `loss_aggregation` is set. The trainer keeps TRL's per-token objective and applies the configured aggregation.
+OBJECTIVE_LOSS_TYPES = {
+    "cispo": "token-mean",  # clipped IS-weight times log-prob (MiniMax-M1, arXiv 2506.13585)
+    "sapo": "seq-mean-token-mean",  # soft sigmoid gate instead of the hard clip (arXiv 2511.20347)
+    "vespo": "token-mean",  # gamma-weighted sequence IS ratio times log-prob (arXiv 2602.10693)
 }
 
 

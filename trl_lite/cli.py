@@ -8,12 +8,30 @@ import sys
 COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend", "ablate": "trl_lite.ablate"}
 
 
+SUMMARIES = {
+    "eval": "accuracy and pass@k of a model on the math benchmarks (JSON and markdown)",
+    "recommend": "a LitePPOConfig YAML from the paper's decision guide",
+    "ablate": "recipes x seeds as training runs, with figures and a summary table",
+}
+USAGE = "usage: trl-lite {" + ",".join(COMMANDS) + "} [-h] ..."
+
+
+def _help() -> str:
+    lines = [USAGE, "", "Lite PPO (arXiv 2508.08221) tools. `trl-lite COMMAND --help` shows a command's options.", "",
+             "commands:"]
+    lines += [f"  {name:<10} {summary}" for name, summary in SUMMARIES.items()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs a subcommand; returns the exit status (0), as console scripts pass it to `sys.exit`."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(_help())
+        return 0
     if not argv or argv[0] not in COMMANDS:
         given = repr(argv[0]) if argv else "nothing"
-        sys.exit(f"usage: trl-lite {{{','.join(COMMANDS)}}} ...; got {given}")
+        sys.exit(f"{USAGE}\ntrl-lite: expected a command among {list(COMMANDS)}; got {given} (see trl-lite --help)")
     import importlib
 
     importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])

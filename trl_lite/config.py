@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig
 
 from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, AUTO_STD_KEEP
-from .aggregation import AGGREGATIONS, TRL_LOSS_TYPE_TO_AGGREGATION
+from .aggregation import AGGREGATIONS, OBJECTIVE_LOSS_TYPES, TRL_LOSS_TYPE_TO_AGGREGATION
 from .recipes import recipe_settings
 
 # TRL `scale_rewards` (after TRL's own True/False translation) -> `advantage_std`
@@ -52,8 +53,9 @@ class LitePPOConfig(GRPOConfig):
             in `trl_lite.aggregation.AGGREGATIONS` is accepted. Every mode is exact for the optimizer step as a whole,
             over gradient accumulation, `steps_per_generation` and processes. TRL's `loss_type` is translated to this
             field (`"dapo"`/`"bnpo"` -> `"token-mean"`, `"grpo"` -> `"seq-mean-token-mean"`, `"luspo"` ->
-            `"seq-mean-token-sum"`, `"dr_grpo"` -> `"seq-mean-token-sum-norm"`); `"cispo"`, `"sapo"` and `"vespo"`
-            change the objective itself and are refused.
+            `"seq-mean-token-sum"`, `"dr_grpo"` -> `"seq-mean-token-sum-norm"`). With `loss_type` `"cispo"`, `"sapo"`
+            or `"vespo"` (which change the per-token objective), it defaults to TRL's aggregation for that loss type
+            (`"token-mean"`, `"seq-mean-token-mean"`, `"token-mean"`) and may be set to any other mode.
         overlong_filter (`bool`, *optional*, defaults to `False`):
             Exclude completions truncated at `max_completion_length` (no EOS) from the loss *and* from the advantage
             statistics: they get advantage 0 and shift no group or batch mean/std, while their rewards still show in
@@ -95,9 +97,17 @@ class LitePPOConfig(GRPOConfig):
             TRL's field, kept for compatibility: when set, it is translated to `advantage_std`. After construction it
             mirrors `advantage_std` (`"none"` for a custom std).
         loss_type (`str`, *optional*):
-            TRL's field, kept for compatibility: when set, it is translated to `loss_aggregation`. After construction
-            it names the TRL loss type with the same aggregation (`"dapo"`, `"grpo"`, `"dr_grpo"`), or `"dapo"` for
-            the others; [`LitePPOTrainer`] aggregates with `loss_aggregation` whatever it says.
+            TRL's field. `"dapo"`, `"bnpo"`, `"grpo"`, `"luspo"` and `"dr_grpo"` share the clipped PPO objective and
+            are translated to `loss_aggregation`; after construction the field names the TRL loss type with the same
+            aggregation (`"dapo"`, `"grpo"`, `"dr_grpo"`), or `"dapo"` for the others. `"cispo"`, `"sapo"` and
+            `"vespo"` select TRL's per-token objective of that name and are kept; Lite PPO's advantages and
+            `loss_aggregation` then apply on top of it. [`LitePPOTrainer`] aggregates with `loss_aggregation` whatever
+            this field says.
+        multi_objective_aggregation (`str`, *optional*, defaults to `"sum_then_normalize"`):
+            TRL's field. `"sum_then_normalize"`: the weighted reward sum is normalized with `advantage_mean` and
+            `advantage_std`. `"normalize_then_sum"`: each reward function is first normalized within its group (mean
+            and std, as TRL does), then the weighted sum of those is normalized with `advantage_mean` and
+            `advantage_std` (TRL itself uses batch mean and batch std there).
     """
 
     advantage_mean: str = field(
@@ -141,7 +151,7 @@ class LitePPOConfig(GRPOConfig):
     )
     overlong_buffer_length: int | None = field(
         default=None,
-        metadata={"help": "Soft overlong punishment buffer; defaults to 20% of max_completion_length."},
+        metadata={"help": "Soft overlong punishment buffer; defaults to 0.2 * max_completion_length."},
     )
     dynamic_sampling: bool = field(
         default=False,
@@ -181,61 +191,63 @@ class LitePPOConfig(GRPOConfig):
     )
     loss_type: str | None = field(
         default=None,
-        metadata={"help": "TRL's field, translated to `loss_aggregation` when set."},
+        metadata={"help": "TRL's field: 'dapo', 'bnpo', 'grpo', 'luspo' and 'dr_grpo' are translated to "
+                          "`loss_aggregation`; 'cispo', 'sapo' and 'vespo' select that per-token objective."},
     )
 
     def __post_init__(self):
+        self._check_finite()
         self._translate_trl_field(
             "advantage_std", "scale_rewards", _SCALE_REWARDS_TO_STD, "batch", [*ADVANTAGE_STDS, "auto"],
             "; expected one of ['group', 'batch', 'none', True, False] (or set advantage_std instead).",
         )
         std = AUTO_STD_KEEP if self.advantage_std == "auto" else self.advantage_std
         self.scale_rewards = std if std in ("group", "batch", "none") else "none"
+        objective = self.loss_type if self.loss_type in OBJECTIVE_LOSS_TYPES else None
+        if objective is not None:  # the objective stays TRL's; only its default aggregation comes from the table
+            self.loss_type = None
+            self.loss_aggregation = self.loss_aggregation or OBJECTIVE_LOSS_TYPES[objective]
         self._translate_trl_field(
             "loss_aggregation", "loss_type", TRL_LOSS_TYPE_TO_AGGREGATION, "token-mean", AGGREGATIONS,
-            " by LitePPOConfig: it changes the per-token objective, which Lite PPO's loss aggregation cannot express. "
-            f"Expected one of {list(TRL_LOSS_TYPE_TO_AGGREGATION)}, or set loss_aggregation to one of "
-            f"{AGGREGATIONS.names()}.",
+            f"; expected one of {[*TRL_LOSS_TYPE_TO_AGGREGATION, *OBJECTIVE_LOSS_TYPES]} (or set loss_aggregation to "
+            f"one of {AGGREGATIONS.names()}).",
         )
-        self.loss_type = _AGGREGATION_TO_LOSS_TYPE.get(self.loss_aggregation, "dapo")
+        self.loss_type = objective or _AGGREGATION_TO_LOSS_TYPE.get(self.loss_aggregation, "dapo")
         if self.advantage_mean not in ADVANTAGE_MEANS:
             raise ValueError(
                 f"advantage_mean={self.advantage_mean!r} is not supported; expected one of {ADVANTAGE_MEANS.names()}."
             )
-        if not isinstance(self.advantage_epsilon, (int, float)) or self.advantage_epsilon < 0:
+        if not _is_number(self.advantage_epsilon) or self.advantage_epsilon < 0:
             raise ValueError(f"advantage_epsilon={self.advantage_epsilon!r} is not supported; expected a float >= 0.")
         if not isinstance(self.overlong_filter, bool):
             raise ValueError(f"overlong_filter={self.overlong_filter!r} is not supported; expected True or False.")
-        if not isinstance(self.epsilon, (int, float)) or not 0 < self.epsilon < 1:
+        if not _is_number(self.epsilon) or not 0 < self.epsilon < 1:
             raise ValueError(f"epsilon={self.epsilon!r} is not supported; expected a float in (0, 1).")
-        if self.epsilon_high is not None and (
-            not isinstance(self.epsilon_high, (int, float)) or self.epsilon_high <= 0
-        ):
+        if self.epsilon_high is not None and (not _is_number(self.epsilon_high) or self.epsilon_high <= 0):
             raise ValueError(f"epsilon_high={self.epsilon_high!r} is not supported; expected a float > 0 or None.")
-        if self.multi_objective_aggregation != "sum_then_normalize":
+        if self.multi_objective_aggregation not in ("sum_then_normalize", "normalize_then_sum"):
             raise ValueError(
-                f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported by LitePPOConfig; "
-                "expected 'sum_then_normalize' (the weighted rewards are summed, then normalized with advantage_mean "
-                "and advantage_std)."
+                f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported; expected "
+                "'sum_then_normalize' or 'normalize_then_sum'."
             )
-        if not isinstance(self.auto_std_threshold, (int, float)) or not 0 <= self.auto_std_threshold <= 1:
+        if not _is_number(self.auto_std_threshold) or not 0 <= self.auto_std_threshold <= 1:
             raise ValueError(f"auto_std_threshold={self.auto_std_threshold!r} is not supported; expected a float in [0, 1].")
         for name in ("soft_overlong_punishment", "dynamic_sampling", "diagnostics"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is not supported; expected True or False.")
         if self.overlong_buffer_length is not None and (
-            not isinstance(self.overlong_buffer_length, int)
+            not _is_int(self.overlong_buffer_length)
             or not 0 < self.overlong_buffer_length <= self.max_completion_length
         ):
             raise ValueError(
                 f"overlong_buffer_length={self.overlong_buffer_length!r} is not supported; expected an int in "
                 f"[1, max_completion_length={self.max_completion_length}] or None."
             )
-        if not isinstance(self.dynamic_sampling_max_rounds, int) or self.dynamic_sampling_max_rounds < 0:
+        if not _is_int(self.dynamic_sampling_max_rounds) or self.dynamic_sampling_max_rounds < 0:
             raise ValueError(
                 f"dynamic_sampling_max_rounds={self.dynamic_sampling_max_rounds!r} is not supported; expected an int >= 0."
             )
-        if not isinstance(self.clipped_tokens_top_k, int) or self.clipped_tokens_top_k < 1:
+        if not _is_int(self.clipped_tokens_top_k) or self.clipped_tokens_top_k < 1:
             raise ValueError(f"clipped_tokens_top_k={self.clipped_tokens_top_k!r} is not supported; expected an int >= 1.")
         if self.overlong_filter:
             self.mask_truncated_completions = True  # the loss half of the filter is TRL's own masking
@@ -280,6 +292,16 @@ class LitePPOConfig(GRPOConfig):
         """
         return cls(**{**recipe_settings(name), **overrides})
 
+    def _check_finite(self):
+        """NaN passes every `<` / `>` check and inf most of them: refuse both in every float field (TRL's included)
+        and in every float of a list field such as `reward_weights`, naming the field."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            bad = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
+            if bad:
+                raise ValueError(f"{f.name}={value!r} is not supported; expected finite numbers (no NaN or inf).")
+
     def _translate_trl_field(self, name, trl_name, translations, default, registry, unknown_trl_value):
         """Sets field `name` from TRL's overlapping field `trl_name` when that is set (never silently ignored)."""
         value, trl_value = getattr(self, name), getattr(self, trl_name)
@@ -297,3 +319,12 @@ class LitePPOConfig(GRPOConfig):
         if value not in registry:
             raise ValueError(f"{name}={value!r} is not supported; expected one of {list(registry)}.")
         setattr(self, name, value)
+
+
+def _is_number(value) -> bool:
+    """An int or float, not a bool (`True` is an int to Python, and would pass as 1)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -14,8 +14,14 @@ from transformers import is_trackio_available, is_wandb_available
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler, get_config_model_id
 
-from .advantages import normalize_advantages, resolve_auto_std, uniform_groups, zero_std_group_fraction
-from .aggregation import sequence_weights
+from .advantages import (
+    normalize_advantages,
+    normalize_then_sum,
+    resolve_auto_std,
+    uniform_groups,
+    zero_std_group_fraction,
+)
+from .aggregation import OBJECTIVE_LOSS_TYPES, sequence_weights
 from .config import LitePPOConfig
 from .diagnostics import (
     clipped_token_masks,
@@ -32,6 +38,10 @@ from .rewards import soft_overlong_punishment
 logger = logging.getLogger(__name__)
 
 CLIPPED_TOKENS_FILE = "clipped_tokens.jsonl"
+# TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
+# (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
+# per-sequence token means. The aggregation weights are converted to whichever branch the objective runs through.
+_TOKEN_SUM_LOSS_TYPES = ("dapo", "cispo", "vespo")
 
 
 class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
@@ -89,7 +99,25 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             }"""),
     }
 
-    def __init__(self, model, reward_funcs, args: LitePPOConfig | None = None, **kwargs):
+    def __init__(
+        self,
+        model,
+        reward_funcs=None,
+        args: LitePPOConfig | None = None,
+        train_dataset=None,
+        eval_dataset=None,
+        processing_class=None,
+        reward_processing_classes=None,
+        callbacks=None,
+        optimizers=(None, None),
+        quantization_config=None,
+        peft_config=None,
+        tools=None,
+        rollout_func=None,
+        environment_factory=None,
+    ):
+        # The signature mirrors `GRPOTrainer.__init__` of TRL 1.16 keyword for keyword (a test checks it), so that a
+        # misspelled keyword is a TypeError here as it is there.
         if args is None:
             model_name = model if isinstance(model, str) else get_config_model_id(model.config)
             args = LitePPOConfig(f"{model_name.split('/')[-1]}-LitePPO")
@@ -101,19 +129,28 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             )
         if args.soft_overlong_punishment:  # DAPO's length-aware penalty, one more reward function (weight 1)
             buffer = args.overlong_buffer_length or max(1, int(args.max_completion_length * 0.2))
-            funcs = list(reward_funcs) if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+            if reward_funcs is None:
+                funcs = []
+            else:
+                funcs = list(reward_funcs) if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
             reward_funcs = [*funcs, soft_overlong_punishment(args.max_completion_length, buffer)]
             if args.reward_weights is not None:
                 args = copy.copy(args)  # the caller's config keeps its own weights
                 args.reward_weights = [*args.reward_weights, 1.0]
-        if args.dynamic_sampling and isinstance(kwargs.get("train_dataset"), IterableDataset):
+        if args.dynamic_sampling and isinstance(train_dataset, IterableDataset):
             raise ValueError(
                 "dynamic_sampling=True is not supported with an IterableDataset train_dataset; expected a map-style "
                 "dataset, from which fresh prompts are drawn to refill the batch."
             )
-        super().__init__(model, reward_funcs, args=args, **kwargs)
-        # The aggregation is carried by per-sequence weights (see `_set_loss_weights`); TRL's token-sum branch sums.
-        self.loss_type = "dapo"
+        super().__init__(
+            model, reward_funcs, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
+            processing_class=processing_class, reward_processing_classes=reward_processing_classes,
+            callbacks=callbacks, optimizers=optimizers, quantization_config=quantization_config,
+            peft_config=peft_config, tools=tools, rollout_func=rollout_func, environment_factory=environment_factory,
+        )
+        # The aggregation is carried by per-sequence weights (see `_set_loss_weights`). The clipped PPO objective runs
+        # through TRL's token-sum branch; cispo, sapo and vespo keep their own objective and branch.
+        self.loss_type = args.loss_type if args.loss_type in OBJECTIVE_LOSS_TYPES else "dapo"
         self._lite_truncated: torch.Tensor | None = None
         self._lite_lengths: torch.Tensor | None = None
         self._lite_repetitive: torch.Tensor | None = None
@@ -183,13 +220,19 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         device = self.accelerator.device
 
-        # Weighted reward sum, as TRL's `sum_then_normalize` (the only aggregation LitePPOConfig accepts)
         rewards_per_func = self._lite_rewards_per_func  # (N, F)
-        unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
-        rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)  # (N,)
-        rewards[unscorable] = torch.nan
-        correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
         truncated = self.accelerator.gather(self._lite_truncated.int()).bool()  # (N,) gathered as ints
+        weights = self.reward_weights.to(device)  # (F,)
+        if self.multi_objective_aggregation == "normalize_then_sum":  # each function normalized in its group first
+            valid = ~truncated if self.args.overlong_filter else None
+            rewards = normalize_then_sum(
+                rewards_per_func, group_size, weights, eps=self.args.advantage_epsilon, valid=valid
+            )  # (N,)
+        else:  # TRL's `sum_then_normalize`: the weighted reward sum
+            unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
+            rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
+            rewards[unscorable] = torch.nan
+        correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
         local = self._process_slice(output["advantages"].shape[0])
         output["lite_rewards"] = rewards[local]
         output["lite_truncated"] = truncated[local]
@@ -337,28 +380,42 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
     def _set_loss_weights(self, micro_batches: list[dict], train: bool):
         """Attaches each sequence's aggregation weight to the micro-batches of one optimizer step (in place).
 
-        The loss-token counts of all micro-batches of the step are gathered over processes, turned into weights `w`
-        (N,) by the configured aggregation, and each process keeps its slice. TRL's token-sum branch divides by
-        `num_items_in_batch / num_processes * (accumulation steps / steps_per_generation)`; `num_items_in_batch` is
-        set so that this normalizer is `T / P` (T the step's loss tokens, P processes), and each advantage is scaled by
-        `w_i * T`. Since DDP averages gradients over processes, the step's gradient is that of
-        `sum_i w_i * sum_t m_it * l_it` exactly.
+        The loss-token counts of all micro-batches of the step are gathered over processes and turned into weights `w`
+        (N,) by the configured aggregation; each process keeps its slice. DDP averages gradients over the P processes,
+        so a process's loss must be `P * sum_i w_i * sum_t m_it * l_it` over its sequences. TRL's branch of
+        `_compute_loss` already gives sequence i a native weight `u_i`:
+
+        - token-sum branch (`dapo`, `cispo`, `vespo`): it divides by `num_items_in_batch / P * (accumulation steps /
+          steps_per_generation)`; `num_items_in_batch` is set so that this normalizer is `T / P` (T the step's loss
+          tokens), so `u_i = P / T`;
+        - per-sequence mean branch (`sapo`): `u_i = 1 / (B * |o_i| * accumulation steps)`, B the micro-batch size.
+
+        Each advantage is scaled by `P * w_i / u_i` (the objectives are positively homogeneous in the advantage, so
+        clip decisions and TRL's clip metrics do not change), and the KL term, added per token before TRL's
+        aggregation, is corrected by `P * w_i - u_i`. The step's gradient is that of `sum_i w_i * sum_t m_it * l_it`.
         """
         local_lengths = torch.cat([self._loss_mask(batch).sum(-1) for batch in micro_batches]).double()  # (G*B,)
         lengths = self.accelerator.gather(local_lengths)  # (P*G*B,), in process order
         weights = sequence_weights(lengths, self.args.loss_aggregation, max_length=self.max_completion_length)
         total = lengths.sum()
         local_weights = weights[self._process_slice(local_lengths.numel())]  # (G*B,)
-        token_weight = torch.where(total > 0, 1.0 / total.clamp(min=1), torch.zeros_like(total))
         num_processes = self.accelerator.num_processes
-        num_items = total * self.args.steps_per_generation / self.current_gradient_accumulation_steps if train else total
+        accumulation = self.current_gradient_accumulation_steps if train else 1
+        num_items = total * self.args.steps_per_generation / accumulation if train else total
+        token_weight = torch.where(total > 0, 1.0 / total.clamp(min=1), torch.zeros_like(total))  # u_i / P
         offset = 0
         for batch in micro_batches:
             size = batch["advantages"].shape[0]
-            w = local_weights[offset : offset + size]
+            w = local_weights[offset : offset + size]  # (B,)
+            length = local_lengths[offset : offset + size]  # (B,)
             offset += size
-            batch["lite_advantage_scale"] = (w * total).float()  # token-mean: exactly 1
-            batch["lite_kl_weight"] = (num_processes * (w - token_weight)).float()  # token-mean: exactly 0
+            if self.loss_type in _TOKEN_SUM_LOSS_TYPES:  # P * w_i / u_i = w_i * T
+                scale, native = w * total, num_processes * token_weight
+            else:
+                native = 1.0 / (size * length.clamp(min=1) * accumulation)  # (B,)
+                scale = num_processes * w / native
+            batch["lite_advantage_scale"] = scale.float()  # token-mean: exactly 1
+            batch["lite_kl_weight"] = (num_processes * w - native).float()  # token-mean: exactly 0
             batch["num_items_in_batch"] = num_items.float()
 
     def _process_slice(self, local_size: int) -> slice:
@@ -396,13 +453,19 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         """Adds one micro-batch's clipped tokens and entropy sums (correct / incorrect) to the logging window."""
         mask = self._loss_mask(inputs)  # (B, T)
         old_logps = inputs.get("old_per_token_logps")
-        if old_logps is not None:  # otherwise old == current and the ratio is 1: nothing is clipped
+        # Only the clipped objectives clip (sapo and vespo gate smoothly); without old log-probs the ratio is 1
+        if old_logps is not None and self.loss_type in ("dapo", "cispo"):
             log_ratio = per_token_logps - old_logps  # (B, T)
             if self.importance_sampling_level == "sequence":
                 log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)  # (B, 1)
-            low, high = clipped_token_masks(
-                torch.exp(log_ratio), inputs["advantages"], mask, self.epsilon_low, self.epsilon_high
-            )
+            if self.loss_type == "cispo":  # TRL's cispo caps the ratio itself at epsilon_high; no low bound
+                low, high = clipped_token_masks(
+                    torch.exp(log_ratio), inputs["advantages"], mask, 1.0, self.epsilon_high - 1.0
+                )
+            else:
+                low, high = clipped_token_masks(
+                    torch.exp(log_ratio), inputs["advantages"], mask, self.epsilon_low, self.epsilon_high
+                )
             self._lite_clipped["low"].update(count_tokens(inputs["completion_ids"], low))
             self._lite_clipped["high"].update(count_tokens(inputs["completion_ids"], high))
         if entropies is not None:

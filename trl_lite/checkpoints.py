@@ -1,0 +1,74 @@
+"""Which checkpoint a run resumes from: `--resume_from_checkpoint PATH`, or `true` for the last complete one.
+
+`transformers.Trainer._save_checkpoint` writes the weights, then the optimizer, scheduler and RNG states, and
+`trainer_state.json` last. A folder without `trainer_state.json` is one whose writing was cut off (the job was killed
+while saving), so it is never resumed from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+TRAINER_STATE = "trainer_state.json"  # written last by transformers' `_save_checkpoint`
+_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+_TRUE, _FALSE = {"true", "yes", "1", "last"}, {"false", "no", "0", "none", ""}
+
+
+def is_complete_checkpoint(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, TRAINER_STATE))
+
+
+def last_complete_checkpoint(output_dir: str) -> str | None:
+    """The `checkpoint-N` folder of `output_dir` with the largest N that holds `trainer_state.json`; None if none."""
+    if not os.path.isdir(output_dir):
+        return None
+    steps = []
+    for name in os.listdir(output_dir):
+        match = _CHECKPOINT.match(name)
+        if match and is_complete_checkpoint(os.path.join(output_dir, name)):
+            steps.append((int(match.group(1)), name))
+    return os.path.join(output_dir, max(steps)[1]) if steps else None
+
+
+def resume_mode(value) -> str | None:
+    """None (fresh start: None, False, `"false"`, `""`), `"last"` (True, `"true"`, `"last"`) or the path given."""
+    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in _FALSE):
+        return None
+    if value is True or (isinstance(value, str) and value.strip().lower() in _TRUE):
+        return "last"
+    return str(value)
+
+
+def resolve_resume(value, output_dir: str) -> str | None:
+    """The checkpoint path `resume_from_checkpoint=value` asks for, or None for a fresh start.
+
+    `value` is a path, or `true` (also `True`, `"last"`) for the last complete checkpoint in `output_dir`, or
+    `false` / None / `""` for none. A missing or incomplete checkpoint is an error naming the field: a preempted job
+    must not silently start again at step 0 and overwrite its checkpoints.
+    """
+    mode = resume_mode(value)
+    if mode is None:
+        return None
+    if mode == "last":
+        found = last_complete_checkpoint(output_dir)
+        if found is None:
+            raise ValueError(
+                f"resume_from_checkpoint={value!r}: no complete checkpoint (a {PREFIX_CHECKPOINT_DIR}-N folder with "
+                f"{TRAINER_STATE}) in output_dir={output_dir!r}; expected one there, or a checkpoint path."
+            )
+        return found
+    path = mode
+    if not os.path.isdir(path):
+        raise ValueError(
+            f"resume_from_checkpoint={value!r} is not a folder; expected a checkpoint path or 'true' (the last "
+            f"complete checkpoint in output_dir)."
+        )
+    if not is_complete_checkpoint(path):
+        raise ValueError(
+            f"resume_from_checkpoint={value!r} is an incomplete checkpoint (no {TRAINER_STATE}: its writing was cut "
+            "off); expected a complete one, or 'true' for the last complete checkpoint in output_dir."
+        )
+    return path
