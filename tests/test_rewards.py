@@ -1,5 +1,8 @@
 """The math reward: math-verify equivalences through the killable worker, scales, unscorable gold, timeouts, threads."""
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -10,6 +13,8 @@ from trl_lite.rewards import (
     MathAccuracyReward,
     MathChecker,
     boxed_format_reward,
+    check_answer,
+    default_workers,
     last_boxed,
     soft_overlong_punishment,
 )
@@ -136,3 +141,92 @@ def test_reward_inside_training(tmp_path, reward):
     log = trainer.state.log_history[0]
     assert 0.0 < log["rewards/math_accuracy/mean"] <= 1.0  # the policy gets some of these sums right
     assert log["math_accuracy/timeouts"] == 0.0 and log["math_accuracy/gold_unparsable"] == 0.0
+
+
+# ------------------------------------------------------------------ the worker pool, wherever Python runs
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A user's script in TRL's quick-start style: no `if __name__ == "__main__":` guard. The marker shows how often the
+# top-level code ran: once, or the worker imported the user's __main__ again.
+UNGUARDED = """
+import os
+print("TOP-LEVEL RAN in", os.getpid(), flush=True)
+from trl_lite.rewards import math_accuracy_reward
+print("REWARDS", math_accuracy_reward(["so \\\\boxed{2}", "\\\\boxed{3}", "then $\\\\frac{1}{2}$"], ["2", "2", "0.5"]))
+"""
+
+
+def _python(args, stdin=None, **kwargs):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ROOT}
+    return subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=300, env=env, **kwargs)
+
+
+@pytest.mark.parametrize("how", ["script", "stdin"])
+def test_unguarded_script_and_stdin(tmp_path, how):
+    script = tmp_path / "train.py"
+    script.write_text(UNGUARDED)
+    if how == "script":
+        result = _python([sys.executable, str(script)], cwd=tmp_path)
+    else:  # code piped to `python -`
+        result = _python([sys.executable, "-"], stdin=UNGUARDED, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("TOP-LEVEL RAN") == 1
+    assert "REWARDS [1.0, 0.0, 1.0]" in result.stdout
+
+
+def test_user_modules_do_not_shadow_the_worker_imports(tmp_path):
+    # a module in the user's folder named like one math-verify's stack imports must not be picked up by the worker
+    (tmp_path / "sympy.py").write_text("raise SystemExit('the user sympy was imported')\n")
+    script = tmp_path / "run.py"
+    script.write_text("import sys; sys.path.remove(sys.path[0])\n" + UNGUARDED)  # the user's own process avoids it
+    result = _python([sys.executable, str(script)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "REWARDS [1.0, 0.0, 1.0]" in result.stdout
+
+
+@pytest.mark.slow
+def test_each_torchrun_process_checks_with_its_own_workers(tmp_path):
+    script = tmp_path / "dist.py"
+    script.write_text(UNGUARDED + "from trl_lite.rewards import default_workers\nprint('WORKERS', default_workers())\n")
+    result = _python([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)],
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("TOP-LEVEL RAN") == 2  # once per process
+    assert result.stdout.count("REWARDS [1.0, 0.0, 1.0]") == 2
+    cpus = len(os.sched_getaffinity(0))
+    assert result.stdout.count(f"WORKERS {max(1, min(4, cpus // 2))}") == 2  # the node's CPUs shared by 2 processes
+
+
+def test_default_workers(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert default_workers() == 4  # capped
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert default_workers() == 2  # 16 CPUs / 8 processes
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert default_workers() == 1
+
+
+def test_batch_in_parallel_is_exact_and_a_timeout_costs_one_limit():
+    # Outcomes equal the in-process check, in order; one pathological check times out while the other worker goes on
+    pairs = [(completion, gold) for completion, gold, _ in CASES]
+    pairs.insert(3, ("\\boxed{(10^{7}+1)!}", "(10^{7})!"))
+    checker = MathChecker(timeout=2.0, workers=2)
+    try:
+        checker.check_many(pairs[:2])  # start both workers outside the timing
+        start = time.monotonic()
+        outcomes = checker.check_many(pairs)
+        elapsed = time.monotonic() - start
+        expected = [check_answer(c, g) for c, g in pairs[:3] + pairs[4:]]
+        assert outcomes == expected[:3] + ["timeout"] + expected[3:]
+        assert elapsed < 2.0 + 3.0  # the limit, a fresh worker's start, and the rest on the other worker
+        assert len(checker._pool) == 2 and all(w.process.poll() is None for w in checker._pool)
+    finally:
+        checker.close()
+    assert checker._pool == []
+
+
+def test_bad_checker_settings_are_refused():
+    with pytest.raises(ValueError, match="workers=0 is not supported"):
+        MathChecker(workers=0)
+    with pytest.raises(ValueError, match="timeout=nan is not supported"):
+        MathChecker(timeout=float("nan"))

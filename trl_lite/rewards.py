@@ -2,139 +2,179 @@
 
 `math_accuracy_reward` extracts the final answer (the last `\\boxed{}` first, then math-verify's LaTeX and expression
 fallbacks) and checks it against the gold answer with math-verify. math-verify's own timeout uses `signal.alarm`,
-which fails off the main thread and cannot interrupt some sympy work, so every check here runs in a reusable worker
-process under a hard time limit: a check that overruns kills the worker (a fresh one replaces it) and is scored wrong.
-This works from any thread (TRL's async reward path) and in every process of a multi-process run.
+which fails off the main thread and cannot interrupt some sympy work, so every check runs in a worker process under a
+hard time limit: a check that overruns kills its worker (a fresh one replaces it) and is scored wrong. A batch is
+spread over a small pool of workers. The workers run `trl_lite/math_check.py` as a plain script, so they never import
+the user's `__main__`: unguarded scripts, `python -`, notebooks, threads (TRL's async reward path) and every process
+of an accelerate / torchrun / DeepSpeed run all work.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import json
+import os
+import select
+import subprocess
+import sys
 import threading
+import time
+from collections import deque
 from collections.abc import Sequence
 
 from trl.rewards import get_soft_overlong_punishment
 
+from . import math_check
+from .math_check import CORRECT, FALLBACKS, GOLD_UNPARSABLE, TIMEOUT, WRONG, check_answer, last_boxed  # noqa: F401
 from .registry import Registry
 
 # Reward functions selectable by name (e.g. `--reward_funcs math_accuracy,boxed_format` in examples/train_lite.py)
 REWARDS = Registry("reward")
 
-# Outcomes of one check
-CORRECT, WRONG, GOLD_UNPARSABLE, TIMEOUT = "correct", "wrong", "gold_unparsable", "timeout"
 REWARD_SCALES = {"0,1": (0.0, 1.0), "-1,1": (-1.0, 1.0)}
-FALLBACKS = ("latex", "expr")
 STARTUP_TIMEOUT = 120.0  # seconds for a fresh worker to import math-verify
+MAX_DEFAULT_WORKERS = 4  # each worker holds sympy (~100 MB); more rarely pays off next to generation
+# Runs the worker file as __main__ without putting the current directory (`-c`) on sys.path: nothing of the user's
+# can shadow what math-verify imports, and nothing of trl_lite (torch, transformers) is imported.
+_BOOT = "import runpy, sys; del sys.path[0]; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last `\\boxed{...}` (or `\\fbox{...}`) of `text`, with nested braces; None when there is none."""
-    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
-    if start < 0:
-        return None
-    i = text.index("{", start) + 1
-    depth, begin = 1, i
-    while i < len(text):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[begin:i].strip()
-        i += 1
-    return None  # unbalanced: the answer was cut off
+def default_workers() -> int:
+    """Workers per checker: the CPUs this process may use, shared among the processes of this node (torchrun's and
+    accelerate's `LOCAL_WORLD_SIZE`), between 1 and 4."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    per_process = cpus // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    return max(1, min(MAX_DEFAULT_WORKERS, per_process))
 
 
-def _gold_text(gold) -> str:
-    gold = str(gold).strip()
-    return gold if "$" in gold or "\\boxed" in gold or "\\(" in gold else f"${gold}$"
+class _Worker:
+    """One `math_check.py` process, answering one request at a time."""
 
+    def __init__(self, fallbacks: tuple[str, ...]):
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, math_check.__file__, ",".join(fallbacks)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,  # a Ctrl-C goes to the trainer
+        )
+        self.fd = self.process.stdout.fileno()
 
-def check_answer(completion: str, gold, fallbacks: Sequence[str] = FALLBACKS) -> str:
-    """One check, in this process (no time limit): CORRECT, WRONG or GOLD_UNPARSABLE."""
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+    def wait_ready(self, deadline: float):
+        if not self.readable(deadline) or self.read() != math_check.READY:
+            self.kill()
+            raise RuntimeError(
+                f"the math-verify worker did not start within {STARTUP_TIMEOUT} s (is math-verify installed for "
+                f"{sys.executable}?)"
+            )
 
-    parsed_gold = parse(_gold_text(gold), parsing_timeout=None)
-    if not parsed_gold:
-        return GOLD_UNPARSABLE
-    boxed = last_boxed(completion)
-    if boxed is not None:
-        prediction = parse(f"${boxed}$", parsing_timeout=None)
-    else:
-        configs = {"latex": LatexExtractionConfig(), "expr": ExprExtractionConfig()}
-        extraction = [configs[name] for name in fallbacks]
-        prediction = parse(completion, extraction_config=extraction, parsing_timeout=None) if extraction else []
-    if not prediction:
-        return WRONG
-    return CORRECT if verify(parsed_gold, prediction, timeout_seconds=None) else WRONG
+    def readable(self, deadline: float) -> bool:
+        return bool(select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))[0])
 
+    def send(self, completion: str, gold: str):
+        self.process.stdin.write((json.dumps([completion, gold]) + "\n").encode())
+        self.process.stdin.flush()
 
-def _worker(conn, fallbacks):
-    import logging
+    def read(self) -> str | None:
+        """The next reply; None when the worker died."""
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else None
 
-    logging.getLogger("math_verify").setLevel(logging.ERROR)  # it warns that its own timeout is off: ours is on
-    import math_verify  # noqa: F401  (imported before "ready", so the time limit covers checks only)
-
-    conn.send("ready")
-    while True:
-        try:
-            completion, gold = conn.recv()
-        except EOFError:
-            return
-        try:
-            conn.send(check_answer(completion, gold, fallbacks))
-        except Exception:  # a parser bug on one odd input must score that input wrong, not kill the worker
-            conn.send(WRONG)
+    def kill(self):
+        self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            stream.close()
 
 
 class MathChecker:
-    """math-verify checks in a reusable worker process with a hard per-check time limit (thread-safe).
+    """math-verify checks in a small pool of worker processes, each check under a hard time limit (thread-safe).
 
     Args:
         timeout (`float`, *optional*, defaults to `5.0`):
-            Seconds one check may take; an overrun is scored wrong and the worker is replaced.
+            Seconds one check may take; an overrun is scored wrong and its worker is replaced.
         fallbacks (`Sequence[str]`, *optional*, defaults to `("latex", "expr")`):
             math-verify extractions tried, in order, when the completion has no `\\boxed{}`.
+        workers (`int`, *optional*):
+            Worker processes checking a batch in parallel; defaults to [`default_workers`] (the CPUs per training
+            process on this node, 1 to 4). Workers start on first use.
     """
 
-    def __init__(self, timeout: float = 5.0, fallbacks: Sequence[str] = FALLBACKS):
+    def __init__(self, timeout: float = 5.0, fallbacks: Sequence[str] = FALLBACKS, workers: int | None = None):
         unknown = [f for f in fallbacks if f not in FALLBACKS]
         if unknown:
             raise ValueError(f"fallbacks={tuple(fallbacks)!r} has unknown entries {unknown}; accepted: {FALLBACKS}.")
-        if timeout <= 0:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
             raise ValueError(f"timeout={timeout!r} is not supported; expected seconds > 0.")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ValueError(f"workers={workers!r} is not supported; expected an int >= 1 or None.")
         self.timeout, self.fallbacks = timeout, tuple(fallbacks)
+        self.workers = workers or default_workers()
         self._lock = threading.Lock()
-        self._process = None
-        self._conn = None
+        self._pool: list[_Worker] = []
 
-    def _start(self):
-        ctx = multiprocessing.get_context("spawn")  # no fork: the trainer process holds threads and CUDA state
-        self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=_worker, args=(child, self.fallbacks), daemon=True)
-        self._process.start()
-        child.close()
-        if not self._conn.poll(STARTUP_TIMEOUT) or self._conn.recv() != "ready":
-            self._kill()
-            raise RuntimeError(f"the math-verify worker did not start within {STARTUP_TIMEOUT} s")
-
-    def _kill(self):
-        if self._process is not None:
-            self._process.kill()
-            self._process.join()
-        self._process = self._conn = None
+    def _ensure(self, count: int):
+        """Starts workers until `count` are alive (in parallel; each is waited for until it has imported math-verify)."""
+        self._pool = [w for w in self._pool if w.process.poll() is None]
+        fresh = [_Worker(self.fallbacks) for _ in range(count - len(self._pool))]
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        try:
+            for worker in fresh:
+                worker.wait_ready(deadline)
+        except RuntimeError:
+            for worker in fresh:
+                if worker.process.poll() is None:
+                    worker.kill()
+            raise
+        self._pool += fresh
 
     def check(self, completion: str, gold) -> str:
         """CORRECT, WRONG, GOLD_UNPARSABLE or TIMEOUT."""
+        return self.check_many([(completion, gold)])[0]
+
+    def check_many(self, pairs: Sequence[tuple[str, object]]) -> list[str]:
+        """Outcomes of `(completion, gold)` pairs, in order, checked in parallel over the pool."""
+        if not pairs:
+            return []
         with self._lock:
-            if self._process is None or not self._process.is_alive():
-                self._start()
-            self._conn.send((completion, str(gold)))
-            if self._conn.poll(self.timeout):
-                return self._conn.recv()
-            self._kill()
-            return TIMEOUT
+            self._ensure(min(self.workers, len(pairs)))
+            outcomes: list[str | None] = [None] * len(pairs)
+            todo = deque(range(len(pairs)))
+            idle, busy = list(self._pool), {}  # busy: fd -> (worker, index, deadline)
+            while todo or busy:
+                while todo and idle:
+                    worker, index = idle.pop(), todo.popleft()
+                    completion, gold = pairs[index]
+                    worker.send(completion, str(gold))
+                    busy[worker.fd] = (worker, index, time.monotonic() + self.timeout)
+                first_deadline = min(deadline for _, _, deadline in busy.values())
+                ready = select.select(list(busy), [], [], max(0.0, first_deadline - time.monotonic()))[0]
+                for fd in ready:
+                    worker, index, _ = busy.pop(fd)
+                    outcome = worker.read()
+                    if outcome is None:  # the check crashed the worker: score it wrong, replace the worker
+                        outcomes[index] = WRONG
+                        idle.append(self._replace(worker))
+                    else:
+                        outcomes[index] = outcome
+                        idle.append(worker)
+                now = time.monotonic()
+                for fd, (worker, index, deadline) in list(busy.items()):
+                    if deadline <= now and fd not in ready:  # overran its time limit
+                        del busy[fd]
+                        outcomes[index] = TIMEOUT
+                        idle.append(self._replace(worker))
+            return outcomes
+
+    def _replace(self, worker: _Worker) -> _Worker:
+        worker.kill()
+        self._pool.remove(worker)
+        fresh = _Worker(self.fallbacks)
+        fresh.wait_ready(time.monotonic() + STARTUP_TIMEOUT)
+        self._pool.append(fresh)
+        return fresh
 
     def close(self):
         with self._lock:
-            self._kill()
+            for worker in self._pool:
+                worker.kill()
+            self._pool = []
 
     def __del__(self):
         try:
@@ -159,18 +199,20 @@ class MathAccuracyReward:
         reward_scale (`str`, *optional*, defaults to `"0,1"`): `"0,1"` or `"-1,1"` (the paper uses both).
         timeout (`float`, *optional*, defaults to `5.0`): seconds per check.
         fallbacks: extractions tried when there is no `\\boxed{}` (see [`MathChecker`]).
+        workers (`int`, *optional*): worker processes per batch (see [`MathChecker`]).
     """
 
     __name__ = "math_accuracy"
 
-    def __init__(self, reward_scale: str = "0,1", timeout: float = 5.0, fallbacks: Sequence[str] = FALLBACKS):
+    def __init__(self, reward_scale: str = "0,1", timeout: float = 5.0, fallbacks: Sequence[str] = FALLBACKS,
+                 workers: int | None = None):
         if reward_scale not in REWARD_SCALES:
             raise ValueError(f"reward_scale={reward_scale!r} is not supported; expected one of {list(REWARD_SCALES)}.")
         self.wrong_value, self.correct_value = REWARD_SCALES[reward_scale]
-        self.checker = MathChecker(timeout=timeout, fallbacks=fallbacks)
+        self.checker = MathChecker(timeout=timeout, fallbacks=fallbacks, workers=workers)
 
     def __call__(self, completions, answer, log_metric=None, **kwargs) -> list[float | None]:
-        outcomes = [self.checker.check(completion_text(c), gold) for c, gold in zip(completions, answer)]
+        outcomes = self.checker.check_many([(completion_text(c), gold) for c, gold in zip(completions, answer)])
         if log_metric is not None and outcomes:
             log_metric("math_accuracy/gold_unparsable", outcomes.count(GOLD_UNPARSABLE) / len(outcomes))
             log_metric("math_accuracy/timeouts", outcomes.count(TIMEOUT) / len(outcomes))
