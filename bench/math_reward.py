@@ -5,8 +5,11 @@
 Two batches, each of `--checks` completions of about 2,000 characters of reasoning:
 - `boxed`: the answer is in a final `\\boxed{}` (the common case after a few RL steps);
 - `fallback`: no `\\boxed{}`, so math-verify's LaTeX and expression extraction scans the whole text.
-Half the answers are right. Every variant checks the same batch; the outcomes must agree (asserted). Workers are
-started before the clock starts (a training run starts them once). Figures go to `bench/results/math_reward.json`.
+Gold answers are fractions `\\frac{a}{b}`; the completions give an equivalent but unreduced fraction (right) or
+another one (wrong), half each, so sympy has real work. math-verify caches parses, so every timed batch is new to the
+process that checks it (a fresh seed per variant and repeat); the outcomes are then checked against math-verify in
+this process, untimed (asserted equal). Workers are started before the clock starts (a training run starts them
+once). Figures go to `bench/results/math_reward.json`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ STEPS = [
 ]
 
 
-def completion(rng: random.Random, answer: int, boxed: bool) -> str:
+def completion(rng: random.Random, answer: str, boxed: bool) -> str:
     parts = []
     while sum(map(len, parts)) < 2000:
         a, b = rng.randint(2, 30), rng.randint(2, 30)
@@ -40,22 +43,26 @@ def completion(rng: random.Random, answer: int, boxed: bool) -> str:
     return " ".join(parts) + " " + ending
 
 
-def batch(n: int, boxed: bool, seed: int = 0) -> list[tuple[str, str]]:
+def batch(n: int, boxed: bool, seed: int) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     pairs = []
     for i in range(n):
-        gold = rng.randint(1, 999)
-        pairs.append((completion(rng, gold if i % 2 == 0 else gold + 1, boxed), str(gold)))
+        a, b, k = rng.randint(1, 97), rng.randint(2, 98), rng.randint(2, 9)
+        answer = f"\\frac{{{k * a}}}{{{k * b}}}" if i % 2 == 0 else f"\\frac{{{k * a + 1}}}{{{k * b}}}"
+        pairs.append((completion(rng, answer, boxed), f"\\frac{{{a}}}{{{b}}}"))
     return pairs
 
 
-def timed(fn, pairs, repeats):
-    times, outcomes = [], None
-    for _ in range(repeats):
+def timed(fn, n, boxed, seeds):
+    """Median seconds of `fn` over fresh batches (one per seed), and whether every outcome matched math-verify."""
+    times, agree = [], True
+    for seed in seeds:
+        pairs = batch(n, boxed, seed)
         start = time.perf_counter()
         outcomes = fn(pairs)
         times.append(time.perf_counter() - start)
-    return statistics.median(times), outcomes
+        agree &= outcomes == [check_answer(c, g) for c, g in pairs]
+    return statistics.median(times), agree
 
 
 def main():
@@ -67,19 +74,19 @@ def main():
 
     rows = []
     for name, boxed in (("boxed", True), ("fallback", False)):
-        pairs = batch(args.checks, boxed)
         in_process = lambda ps: [check_answer(c, g) for c, g in ps]  # noqa: E731
-        in_process(pairs[:4])  # import math-verify outside the clock
-        base_time, expected = timed(in_process, pairs, args.repeats)
-        row = {"batch": name, "checks": len(pairs), "in_process_checks_per_s": len(pairs) / base_time}
-        for label, workers in (("1_worker", 1), ("pool", default_workers())):
+        in_process(batch(4, boxed, seed=-1))  # import math-verify outside the clock
+        base_time, _ = timed(in_process, args.checks, boxed, [100 + r for r in range(args.repeats)])
+        row = {"batch": name, "checks": args.checks, "in_process_checks_per_s": args.checks / base_time}
+        for offset, (label, workers) in enumerate((("1_worker", 1), ("pool", default_workers())), start=2):
             checker = MathChecker(timeout=30.0, workers=workers)
-            checker.check_many(pairs[:workers])  # start the workers outside the clock
-            elapsed, outcomes = timed(checker.check_many, pairs, args.repeats)
+            checker.check_many(batch(workers, boxed, seed=-offset))  # start the workers outside the clock
+            elapsed, agree = timed(checker.check_many, args.checks, boxed,
+                                   [100 * offset + r for r in range(args.repeats)])
             checker.close()
-            assert outcomes == expected, f"{label} disagrees with the in-process check"
+            assert agree, f"{label} disagrees with math-verify in this process"
             row[f"{label}_workers"] = workers
-            row[f"{label}_checks_per_s"] = len(pairs) / elapsed
+            row[f"{label}_checks_per_s"] = args.checks / elapsed
             row[f"{label}_speedup"] = base_time / elapsed
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -33,6 +33,7 @@ REWARDS = Registry("reward")
 REWARD_SCALES = {"0,1": (0.0, 1.0), "-1,1": (-1.0, 1.0)}
 STARTUP_TIMEOUT = 120.0  # seconds for a fresh worker to import math-verify
 MAX_DEFAULT_WORKERS = 4  # each worker holds sympy (~100 MB); more rarely pays off next to generation
+PIPELINE = 2  # requests in flight per worker: the next check is queued while one runs
 # Runs the worker file as __main__ without putting the current directory (`-c`) on sys.path: nothing of the user's
 # can shadow what math-verify imports, and nothing of trl_lite (torch, transformers) is imported.
 _BOOT = "import runpy, sys; del sys.path[0]; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -47,7 +48,8 @@ def default_workers() -> int:
 
 
 class _Worker:
-    """One `math_check.py` process, answering one request at a time."""
+    """One `math_check.py` process. Requests are answered in order; `pending` holds the indices sent and not yet
+    answered, and `deadline` is the time limit of the first of them (the one the worker is checking now)."""
 
     def __init__(self, fallbacks: tuple[str, ...]):
         self.process = subprocess.Popen(
@@ -55,26 +57,38 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,  # a Ctrl-C goes to the trainer
         )
         self.fd = self.process.stdout.fileno()
+        self.pending: deque[int] = deque()
+        self.deadline = float("inf")
+        self._buffer = b""
 
     def wait_ready(self, deadline: float):
-        if not self.readable(deadline) or self.read() != math_check.READY:
+        replies = []
+        while not replies and select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            replies = self.read()
+            if replies is None:
+                break
+        if replies != [math_check.READY]:
             self.kill()
             raise RuntimeError(
                 f"the math-verify worker did not start within {STARTUP_TIMEOUT} s (is math-verify installed for "
                 f"{sys.executable}?)"
             )
 
-    def readable(self, deadline: float) -> bool:
-        return bool(select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))[0])
-
-    def send(self, completion: str, gold: str):
+    def send(self, index: int, completion: str, gold: str, timeout: float):
+        if not self.pending:  # the worker starts on it now
+            self.deadline = time.monotonic() + timeout
+        self.pending.append(index)
         self.process.stdin.write((json.dumps([completion, gold]) + "\n").encode())
         self.process.stdin.flush()
 
-    def read(self) -> str | None:
-        """The next reply; None when the worker died."""
-        line = self.process.stdout.readline()
-        return json.loads(line) if line else None
+    def read(self) -> list[str] | None:
+        """The complete replies available now (call when the pipe is readable); None when the worker died. Read with
+        `os.read`, not a buffered reader, so no reply hides in a buffer that `select` cannot see."""
+        data = os.read(self.fd, 1 << 16)
+        if not data:
+            return None
+        *lines, self._buffer = (self._buffer + data).split(b"\n")
+        return [json.loads(line) for line in lines]
 
     def kill(self):
         self.process.kill()
@@ -129,46 +143,51 @@ class MathChecker:
         return self.check_many([(completion, gold)])[0]
 
     def check_many(self, pairs: Sequence[tuple[str, object]]) -> list[str]:
-        """Outcomes of `(completion, gold)` pairs, in order, checked in parallel over the pool."""
+        """Outcomes of `(completion, gold)` pairs, in order, checked in parallel over the pool.
+
+        Each worker has up to `PIPELINE` requests in flight, so it starts the next check without waiting for a round
+        trip through this process; the time limit of a check starts when the worker starts it.
+        """
         if not pairs:
             return []
         with self._lock:
             self._ensure(min(self.workers, len(pairs)))
             outcomes: list[str | None] = [None] * len(pairs)
             todo = deque(range(len(pairs)))
-            idle, busy = list(self._pool), {}  # busy: fd -> (worker, index, deadline)
-            while todo or busy:
-                while todo and idle:
-                    worker, index = idle.pop(), todo.popleft()
-                    completion, gold = pairs[index]
-                    worker.send(completion, str(gold))
-                    busy[worker.fd] = (worker, index, time.monotonic() + self.timeout)
-                first_deadline = min(deadline for _, _, deadline in busy.values())
+            while todo or any(worker.pending for worker in self._pool):
+                for worker in sorted(self._pool, key=lambda w: len(w.pending)):
+                    while todo and len(worker.pending) < PIPELINE:
+                        index = todo.popleft()
+                        completion, gold = pairs[index]
+                        worker.send(index, completion, str(gold), self.timeout)
+                busy = {worker.fd: worker for worker in self._pool if worker.pending}
+                first_deadline = min(worker.deadline for worker in busy.values())
                 ready = select.select(list(busy), [], [], max(0.0, first_deadline - time.monotonic()))[0]
                 for fd in ready:
-                    worker, index, _ = busy.pop(fd)
-                    outcome = worker.read()
-                    if outcome is None:  # the check crashed the worker: score it wrong, replace the worker
-                        outcomes[index] = WRONG
-                        idle.append(self._replace(worker))
-                    else:
-                        outcomes[index] = outcome
-                        idle.append(worker)
+                    worker = busy[fd]
+                    replies = worker.read()
+                    if replies is None:  # the check crashed the worker: score it wrong, replace the worker
+                        outcomes[worker.pending.popleft()] = WRONG
+                        self._replace(worker, todo)
+                        continue
+                    for outcome in replies:
+                        outcomes[worker.pending.popleft()] = outcome
+                        worker.deadline = time.monotonic() + self.timeout  # the next one has just started
                 now = time.monotonic()
-                for fd, (worker, index, deadline) in list(busy.items()):
-                    if deadline <= now and fd not in ready:  # overran its time limit
-                        del busy[fd]
-                        outcomes[index] = TIMEOUT
-                        idle.append(self._replace(worker))
+                for worker in list(busy.values()):
+                    if worker.pending and worker.deadline <= now and worker.fd not in ready:  # overran its limit
+                        outcomes[worker.pending.popleft()] = TIMEOUT
+                        self._replace(worker, todo)
             return outcomes
 
-    def _replace(self, worker: _Worker) -> _Worker:
+    def _replace(self, worker: _Worker, todo: deque):
+        """Kills `worker`, hands back the checks it had not started, and starts a fresh one in its place."""
+        todo.extendleft(reversed(worker.pending))
         worker.kill()
         self._pool.remove(worker)
         fresh = _Worker(self.fallbacks)
         fresh.wait_ready(time.monotonic() + STARTUP_TIMEOUT)
         self._pool.append(fresh)
-        return fresh
 
     def close(self):
         with self._lock:
