@@ -11,6 +11,7 @@ import torch
 from accelerate.utils import gather_object
 from datasets import IterableDataset
 from transformers import is_trackio_available, is_wandb_available
+from transformers.integrations import TensorBoardCallback
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler, get_config_model_id
 
@@ -510,7 +511,8 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
 
     def _log_table(self, name: str, rows: list[dict]):
         """Logs rows as a table to wandb and trackio when they are active reporters, as TRL does for completions
-        (without a step: the trackers' own step counters stay in charge)."""
+        (without a step: the trackers' own step counters stay in charge), and to TensorBoard as a markdown text
+        summary at the global step (TensorBoard has no table type)."""
         import pandas as pd
 
         frame = pd.DataFrame(rows)
@@ -523,6 +525,10 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             import trackio
 
             trackio.log({name: trackio.Table(dataframe=frame)})
+        if "tensorboard" in self.args.report_to:
+            for callback in self.callback_handler.callbacks:
+                if isinstance(callback, TensorBoardCallback) and callback.tb_writer is not None:
+                    callback.tb_writer.add_text(f"train/{name}", _markdown_table(rows), self.state.global_step)
 
     def _kl_reweighting(self, inputs: dict, per_token_logps: torch.Tensor, kl_weight: torch.Tensor) -> torch.Tensor:
         """The difference between the KL term aggregated by the configured mode and TRL's token-sum of it.
@@ -548,6 +554,14 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         if self._lite_capture:  # the policy forward inside `_compute_loss`
             self._lite_logps, self._lite_entropies = output[0], output[1]
         return output
+
+
+def _markdown_table(rows: list[dict]) -> str:
+    """Rows of equal keys as a markdown table (TensorBoard renders text summaries as markdown)."""
+    columns = list(rows[0])
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(repr(row[c]) if c == "token" else str(row[c]) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def _strip_trailing(ids: list[int], tokens: set) -> list[int]:
