@@ -158,3 +158,53 @@ def test_every_entry_point_has_help():
         assert result.stdout.startswith("usage:"), command
     assert "--resume_from_checkpoint" in subprocess.run(commands[0], cwd=ROOT, capture_output=True, text=True).stdout
     assert "ablate" in subprocess.run(commands[1], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+# ------------------------------------------------------------------ a real architecture, the way a user arrives
+@pytest.mark.slow
+def test_qwen3_bpe_on_deepmath_jsonl_with_math_accuracy_lora_dapo_interrupted_and_resumed(qwen3_model_dir, tmp_path):
+    # DeepMath-103K's columns. The gold answers are small integers: a random tiny model's text often ends in a
+    # number, which math-verify's expression fallback extracts, so rewards vary and the update is not zero.
+    data = tmp_path / "deepmath.jsonl"
+    with open(data, "w") as f:
+        for i in range(16):
+            f.write(json.dumps({"question": f"Compute {i} - {i} + {i % 3}.", "final_answer": str(i % 3),
+                                "difficulty": 3.0, "topic": "Mathematics -> Algebra",
+                                "r1_solution_1": "...", "r1_solution_2": "...", "r1_solution_3": "..."}) + "\n")
+    args = ["--model_name_or_path", qwen3_model_dir, "--dataset_name", str(data), "--prompt_column", "question",
+            "--answer_column", "final_answer", "--reward_funcs", "math_accuracy", "--recipe", "dapo",
+            # a random model never ends a completion, so the overlong filter would leave nothing to train on
+            "--overlong_filter", "false",
+            "--use_peft", "--lora_r", "8", "--lora_alpha", "16", "--lora_target_modules", "all-linear",
+            "--max_completion_length", "16", "--per_device_train_batch_size", "8", "--num_generations", "4",
+            "--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2", "--learning_rate", "1e-2",
+            "--report_to", "none", "--use_cpu", "--logging_steps", "1", "--seed", "0", "--bf16", "false"]
+
+    def run(output_dir, *extra):
+        result = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "examples", "train_lite.py"), *args, "--output_dir", str(output_dir),
+             *extra], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"})
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result
+
+    full = tmp_path / "full"
+    run(full)
+    with open(full / "checkpoint-4" / "trainer_state.json") as f:
+        history = json.load(f)["log_history"]
+    rewards = [row["rewards/math_accuracy/mean"] for row in history if "rewards/math_accuracy/mean" in row]
+    assert any(0 < r < 1 for r in rewards)  # there was something to learn
+    assert any(row.get("generation/rounds", 1) >= 1 for row in history)  # dynamic sampling ran
+    # The job was preempted after checkpoint-2: resume by path
+    stopped = tmp_path / "stopped"
+    shutil.copytree(full / "checkpoint-2", stopped / "checkpoint-2")
+    resumed = run(stopped, "--resume_from_checkpoint", str(stopped / "checkpoint-2"))
+    assert "[resume] continuing from" in resumed.stderr
+    assert _logged_steps(stopped / "checkpoint-4") == [1, 2, 3, 4]
+    # Not bit-exact with dynamic sampling yet: its refill sampler's position is not in the checkpoint (issue 11), so
+    # the resumed run refills from other prompts. The resumed adapter is a trained continuation of checkpoint-2.
+    got = load_file(os.path.join(stopped, "adapter_model.safetensors"))
+    initial = load_file(os.path.join(full, "checkpoint-2", "adapter_model.safetensors"))
+    assert sorted(got) == sorted(initial)
+    assert max((got[k] - initial[k]).abs().max().item() for k in got) > 0  # steps 3-4 moved the adapter
+    assert (stopped / "README.md").read_text().count("dapo") >= 1  # the model card names the recipe
