@@ -198,10 +198,11 @@ class ModelCardMixin:
         if self.args.should_save and os.path.isdir(checkpoint):
             self.create_model_card(output_dir=checkpoint)
 
-    def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
+    def init_hf_repo(self, token: str | None = None, **kwargs) -> None:
         # Called at construction when push_to_hub=True: an unreachable Hub must not stop a run that saves locally.
+        # `kwargs`: `private`, which transformers added after 5.17; forwarded as the installed version takes it.
         try:
-            super().init_hf_repo(token=token, private=private)
+            super().init_hf_repo(token=token, **kwargs)
             self._hub_init_error = None
         except HUB_ERRORS as err:
             self._hub_init_error = err
@@ -220,7 +221,7 @@ class ModelCardMixin:
     def push_to_hub(self, commit_message: str | None = "End of training", blocking: bool = True, token=None,
                     revision=None, **kwargs):
         if self.hub_model_id is None:
-            self.init_hf_repo(token=token, private=kwargs.get("private"))
+            self.init_hf_repo(token=token, **({"private": kwargs["private"]} if "private" in kwargs else {}))
             if self.hub_model_id is None:
                 self.save_model(_internal_call=True)
                 self._raise_push_error(self._hub_init_error)

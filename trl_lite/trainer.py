@@ -64,6 +64,11 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
       then does the summing: its normalizer is set to the step's exact token count and each sequence's weight rides on
       its advantage (the clipped PPO objective is positively homogeneous in the advantage, so clip decisions and
       TRL's clip metrics are unchanged). With `beta > 0` the KL term is re-weighted the same way.
+    - **Objectives** (`loss_type="cispo"`, `"sapo"`, `"vespo"`): TRL's per-token objective is kept and the same
+      weights are converted to the branch of `_compute_loss` it runs through (token sum for cispo and vespo, the mean
+      of per-sequence means for sapo), so Lite PPO's advantages and every aggregation compose with it.
+    - **`multi_objective_aggregation="normalize_then_sum"`**: each reward function is normalized within its group
+      ([`~trl_lite.advantages.normalize_then_sum`]), then the configured mean and std apply to the weighted sum.
 
     - **DAPO** (`soft_overlong_punishment`, `dynamic_sampling`): the soft overlong punishment is appended to the reward
       functions; dynamic sampling calls TRL's `_generate_and_score_completions` once per generation round, keeps the
