@@ -145,3 +145,18 @@ def test_make_sampler_falls_back_to_transformers_on_cpu(capsys):
     prompts = list(arithmetic_dataset("hard", split="test", num_per_level=2)["prompt"])
     out = sample(prompts, 3)
     assert [len(group) for group in out] == [3, 3] and all("\\boxed{" in c for group in out for c in group)
+
+
+@pytest.mark.parametrize("flag, value, accepted", [
+    ("--temperature", "nan", "expected a float >= 0"),
+    ("--top-p", "inf", "expected a float in (0, 1]"),
+    ("--timeout", "nan", "expected seconds > 0"),
+    ("--n", "0", "expected an int >= 1"),
+])
+def test_eval_cli_refuses_bad_numbers_by_flag(flag, value, accepted, capsys):
+    from trl_lite import evaluation
+
+    with pytest.raises(SystemExit):
+        evaluation.main(["--model", "unused", flag, value])
+    err = capsys.readouterr().err
+    assert f"{flag} " in err and "is not supported" in err and accepted in err

@@ -177,6 +177,16 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--benchmarks {args.benchmarks!r} names {unknown}; accepted: {list(BENCHMARKS)}")
     if args.pass_k is not None and args.pass_k > args.n:
         parser.error(f"--pass-k {args.pass_k} needs --n >= {args.pass_k}, got --n {args.n}")
+    checks = [  # NaN passes every comparison: each float is also checked to be finite
+        ("--temperature", args.temperature, math.isfinite(args.temperature) and args.temperature >= 0, "a float >= 0"),
+        ("--top-p", args.top_p, math.isfinite(args.top_p) and 0 < args.top_p <= 1, "a float in (0, 1]"),
+        ("--timeout", args.timeout, math.isfinite(args.timeout) and args.timeout > 0, "seconds > 0"),
+        ("--n", args.n, args.n >= 1, "an int >= 1"),
+        ("--max-new-tokens", args.max_new_tokens, args.max_new_tokens >= 1, "an int >= 1"),
+    ]
+    for flag, value, ok, accepted in checks:
+        if not ok:
+            parser.error(f"{flag} {value!r} is not supported; expected {accepted}")
 
     benchmarks = load_benchmarks(names, args.data_dir, args.limit)
     sample = make_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
