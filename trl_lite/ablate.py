@@ -73,6 +73,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
 
+    from .checkpoints import TRAINER_STATE
     from .config import LitePPOConfig
     from .data import SOURCES, _read_local, load_source
     from .rewards import REWARDS
@@ -85,7 +86,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
         shutil.rmtree(folder, ignore_errors=True)  # an unfinished run starts over
         os.makedirs(folder)
     else:  # the logs after the checkpoint are logged again by the resumed run
-        with open(os.path.join(resume_from_checkpoint, "trainer_state.json"), encoding="utf-8") as f:
+        with open(os.path.join(resume_from_checkpoint, TRAINER_STATE), encoding="utf-8") as f:
             step = json.load(f)["global_step"]
         kept = [row for row in read_metrics(metrics_path) if row["step"] <= step]
         with open(metrics_path, "w", encoding="utf-8") as f:

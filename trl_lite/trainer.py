@@ -464,14 +464,10 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             log_ratio = per_token_logps - old_logps  # (B, T)
             if self.importance_sampling_level == "sequence":
                 log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)  # (B, 1)
-            if self.loss_type == "cispo":  # TRL's cispo caps the ratio itself at epsilon_high; no low bound
-                low, high = clipped_token_masks(
-                    torch.exp(log_ratio), inputs["advantages"], mask, 1.0, self.epsilon_high - 1.0
-                )
-            else:
-                low, high = clipped_token_masks(
-                    torch.exp(log_ratio), inputs["advantages"], mask, self.epsilon_low, self.epsilon_high
-                )
+            # TRL's cispo caps the ratio itself at epsilon_high and has no low bound (a ratio is never < 0)
+            eps_low, eps_high = (1.0, self.epsilon_high - 1.0) if self.loss_type == "cispo" else (
+                self.epsilon_low, self.epsilon_high)
+            low, high = clipped_token_masks(torch.exp(log_ratio), inputs["advantages"], mask, eps_low, eps_high)
             self._lite_clipped["low"].update(count_tokens(inputs["completion_ids"], low))
             self._lite_clipped["high"].update(count_tokens(inputs["completion_ids"], high))
         if entropies is not None:
