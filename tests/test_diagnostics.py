@@ -244,7 +244,7 @@ def test_clipped_token_table_goes_to_wandb_when_it_reports(tiny_model_dir, tmp_p
     import sys
     import types
 
-    import trl_lite.trainer as trainer_module
+    import trl_lite.diagnostics_window as trainer_module
 
     logged = []
     fake = types.SimpleNamespace(run=object(), Table=lambda dataframe: ("table", dataframe.to_dict("records")),

@@ -12,7 +12,7 @@ from tests.tiny import GROUP, snapshot, train_args, uniform_or_mixed
 from tests.tiny import DynamicRecorder as Recorder
 from tests.tiny import uniform_or_mixed_dataset as dataset
 from trl_lite import LitePPOConfig, LitePPOTrainer
-from trl_lite.trainer import select_groups
+from trl_lite.dynamic_sampling import select_groups
 
 
 def _settings(tmp_path, **overrides):
@@ -48,7 +48,7 @@ def test_stops_at_the_round_limit_with_a_warning(tiny_model_dir, tmp_path, caplo
     args = LitePPOConfig(**_settings(tmp_path, dynamic_sampling_max_rounds=2, max_steps=1))
     trainer = Recorder(model=tiny_model_dir, reward_funcs=uniform_or_mixed, args=args, train_dataset=dataset(6, 0))
     before = snapshot(trainer.model)
-    with caplog.at_level(logging.WARNING, logger="trl_lite.trainer"):
+    with caplog.at_level(logging.WARNING, logger="trl_lite"):
         trainer.train()
     log = trainer.state.log_history[0]
     assert log["generation/rounds"] == 3  # the first round + dynamic_sampling_max_rounds

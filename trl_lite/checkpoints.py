@@ -1,4 +1,5 @@
-"""Which checkpoint a run resumes from: `--resume_from_checkpoint PATH`, or `true` for the last complete one.
+"""Which checkpoint a run resumes from (`--resume_from_checkpoint PATH`, or `true` for the last complete one), and the
+per-process state trl-lite adds to a checkpoint so that a resumed run is the uninterrupted one.
 
 `transformers.Trainer._save_checkpoint` writes the weights, then the optimizer, scheduler and RNG states, and
 `trainer_state.json` last. A folder without `trainer_state.json` is one whose writing was cut off (the job was killed
@@ -10,9 +11,11 @@ from __future__ import annotations
 import os
 import re
 
+import torch
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 TRAINER_STATE = "trainer_state.json"  # written last by transformers' `_save_checkpoint`
+PROCESS_STATE = "trl_lite_state-{process}.pt"  # one per process, written before TRAINER_STATE
 _CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 _TRUE, _FALSE = {"true", "yes", "1", "last"}, {"false", "no", "0", "none", ""}
 
@@ -72,3 +75,32 @@ def resolve_resume(value, output_dir: str) -> str | None:
             "off); expected a complete one, or 'true' for the last complete checkpoint in output_dir."
         )
     return path
+
+
+def save_process_state(checkpoint: str, process_index: int, state: dict) -> str:
+    """Writes one process's trl-lite state (tensors, numbers, lists and dicts of them) into `checkpoint`."""
+    os.makedirs(checkpoint, exist_ok=True)
+    path = os.path.join(checkpoint, PROCESS_STATE.format(process=process_index))
+    torch.save(_to_device(state, "cpu"), path)
+    return path
+
+
+def load_process_state(checkpoint: str, process_index: int, device=None) -> dict | None:
+    """The state `save_process_state` wrote for this process, tensors on `device`; None when the checkpoint has none
+    (written by another trainer, or by a run with fewer processes)."""
+    path = os.path.join(checkpoint, PROCESS_STATE.format(process=process_index))
+    if not os.path.isfile(path):
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return state if device is None else _to_device(state, device)
+
+
+def _to_device(value, device):
+    """`value` with every tensor in its dicts, lists and tuples moved to `device`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {key: _to_device(item, device) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(item, device) for item in value)
+    return value

@@ -1,51 +1,34 @@
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 import textwrap
-from collections import Counter
 
 import torch
-from accelerate.utils import gather_object
 from datasets import IterableDataset
-from transformers import is_trackio_available, is_wandb_available
-from transformers.integrations import TensorBoardCallback
 from trl import GRPOConfig, GRPOTrainer
-from trl.trainer.utils import RepeatSampler, get_config_model_id
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl.trainer.utils import get_config_model_id
 
-from .advantages import (
-    normalize_advantages,
-    normalize_then_sum,
-    resolve_auto_std,
-    uniform_groups,
-    zero_std_group_fraction,
-)
+from .advantages import normalize_advantages, normalize_then_sum, resolve_auto_std, zero_std_group_fraction
 from .aggregation import OBJECTIVE_LOSS_TYPES, sequence_weights
+from .checkpoints import load_process_state, save_process_state
 from .config import LitePPOConfig
-from .diagnostics import (
-    clipped_token_masks,
-    clipped_token_table,
-    count_tokens,
-    masked_mean_by,
-    repeats_itself,
-    repetition_shares,
-    reward_concentration,
-)
+from .diagnostics_window import CLIPPED_TOKENS_FILE, DiagnosticsMixin  # noqa: F401  (CLIPPED_TOKENS_FILE: re-export)
+from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401  (select_groups: re-export)
 from .hub import ModelCardMixin
 from .rewards import soft_overlong_punishment
 
 logger = logging.getLogger(__name__)
 
-CLIPPED_TOKENS_FILE = "clipped_tokens.jsonl"
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
 # per-sequence token means. The aggregation weights are converted to whichever branch the objective runs through.
 _TOKEN_SUM_LOSS_TYPES = ("dapo", "cispo", "vespo")
 
 
-class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
+class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRPOTrainer):
     r"""
     Trainer for Lite PPO ("Tricks or Traps? A Deep Dive into RL for LLM Reasoning",
     https://huggingface.co/papers/2508.08221), a drop-in replacement for [`~trl.GRPOTrainer`].
@@ -158,29 +141,19 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         # through TRL's token-sum branch; cispo, sapo and vespo keep their own objective and branch.
         self.loss_type = args.loss_type if args.loss_type in OBJECTIVE_LOSS_TYPES else "dapo"
         self._lite_truncated: torch.Tensor | None = None
-        self._lite_lengths: torch.Tensor | None = None
-        self._lite_repetitive: torch.Tensor | None = None
         self._lite_rewards_per_func: torch.Tensor | None = None
         self._lite_capture = False
         self._lite_logps: torch.Tensor | None = None
         self._lite_entropies: torch.Tensor | None = None
-        self._lite_refill_batches = None
         self._lite_completions_generated = 0
-        self._lite_reset_window()
 
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):
         output = super()._generate(prompts)
-        completion_ids_list = output[1]
-        device = self.accelerator.device
         # Same rule as TRL's `mask_truncated_completions`: truncated = the last token is neither EOS nor padding
         eos_and_pad = {*self.eos_token_ids, self._tokenizer.pad_token_id}
-        truncated = [bool(ids) and ids[-1] not in eos_and_pad for ids in completion_ids_list]
-        self._lite_truncated = torch.tensor(truncated, dtype=torch.bool, device=device)  # (B,)
-        self._lite_lengths = torch.tensor([len(ids) for ids in completion_ids_list], device=device)  # (B,)
-        if self.args.diagnostics:
-            texts = [_strip_trailing(list(ids), eos_and_pad) for ids in completion_ids_list]
-            self._lite_repetitive = torch.tensor([repeats_itself(ids) for ids in texts], device=device)  # (B,)
+        truncated = [bool(ids) and ids[-1] not in eos_and_pad for ids in output[1]]  # output[1]: completion ids
+        self._lite_truncated = torch.tensor(truncated, dtype=torch.bool, device=self.accelerator.device)  # (B,)
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -192,17 +165,9 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         output = self._score_round(inputs)
         mode = "train" if self.model.training else "eval"
         rounds = 1
-        if mode == "train" and self.args.dynamic_sampling:
+        if mode == "train" and self.args.dynamic_sampling:  # see trl_lite/dynamic_sampling.py
             output, rounds = self._dynamic_sampling(output)
-            rewards = self.accelerator.gather(output["lite_rewards"])  # (N,)
-            truncated, trainable = (  # (N,) each, gathered as ints
-                self.accelerator.gather(output[key].int()).bool() for key in ("lite_truncated", "lite_trainable")
-            )
-            advantages, counted, std_level = self._set_advantages(
-                output, self.num_generations, rewards, truncated, trainable
-            )
-        else:
-            advantages, counted, std_level = self._lite_last_advantages
+        advantages, counted, std_level = self._lite_last_advantages
         metrics = self._metrics[mode]
         metrics["advantages/mean"].append(advantages[counted].mean().item() if counted.any() else float("nan"))
         metrics["advantages/std"].append(advantages[counted].std().item() if counted.sum() > 1 else float("nan"))
@@ -244,8 +209,8 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         output["lite_truncated"] = truncated[local]
         output["lite_correct"] = correct[local]
 
-        advantages, counted, std_level = self._set_advantages(output, group_size, rewards, truncated)
-        self._lite_last_advantages = (advantages, counted, std_level)
+        self._lite_last_advantages = self._set_advantages(output, group_size, rewards, truncated)
+        advantages = self._lite_last_advantages[0]
         # The completions table shows the advantages computed on this round
         logged = self._logs["advantages"]
         for _ in range(min(len(advantages), len(logged))):
@@ -257,16 +222,8 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         metrics["advantages/frac_zero_std_groups"].append(zero_std_group_fraction(rewards, group_size, valid))
         metrics["overlong/frac_truncated"].append(truncated.float().mean().item())
         metrics["overlong/frac_filtered"].append(truncated.float().mean().item() if valid is not None else 0.0)
-        if self.args.diagnostics:
-            lengths = self.accelerator.gather(self._lite_lengths).double()  # (N,)
-            repetitive = self.accelerator.gather(self._lite_repetitive.int()).bool()  # (N,)
-            for name, value in repetition_shares(repetitive, truncated, correct).items():
-                metrics[f"repetition/{name}"].append(value)
-            for name, value in reward_concentration(correct, rewards, group_size).items():
-                metrics[f"rewards/{name}"].append(value)
-            length_correct, length_incorrect = masked_mean_by(lengths, torch.ones_like(lengths), correct)
-            metrics["completions/mean_length_correct"].append(length_correct)
-            metrics["completions/mean_length_incorrect"].append(length_incorrect)
+        if self.args.diagnostics:  # see trl_lite/diagnostics_window.py
+            self._log_round_diagnostics(metrics, truncated, correct, rewards, group_size)
         return output
 
     def _set_advantages(
@@ -294,80 +251,6 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         output["advantages"] = advantages[local].to(output["advantages"].dtype)
         counted = keep if valid is None else keep & valid
         return advantages, counted, std_level
-
-    # ------------------------------------------------------------------ DAPO dynamic sampling
-    def _dynamic_sampling(self, first: dict) -> tuple[dict, int]:
-        """Drops the groups whose counted rewards all match and refills with groups generated from fresh prompts.
-
-        Each process keeps whole groups of its own generation batch (LitePPOConfig checks that it holds whole groups
-        on several processes); all processes generate the same number of rounds, which stop once every process has
-        `local_size / num_generations` groups with signal or after `dynamic_sampling_max_rounds` extra rounds. Groups
-        still missing then are taken from the dropped ones with their loss masked out, and a warning is logged.
-        Returns the assembled batch and the number of generation rounds it cost.
-        """
-        group_size = self.num_generations
-        local_size = first["advantages"].shape[0]
-        num_groups = local_size // group_size
-        device = self.accelerator.device
-        rounds, keeps = [first], [self._groups_with_signal(first)]
-        while True:
-            missing = max(num_groups - sum(int(k.sum()) for k in keeps), 0)
-            missing_anywhere = self.accelerator.gather(torch.tensor([missing], device=device)).max().item()
-            if missing_anywhere == 0 or len(rounds) > self.args.dynamic_sampling_max_rounds:
-                break
-            out = self._score_round(self._refill_batch())
-            rounds.append(out)
-            keeps.append(self._groups_with_signal(out))
-        chosen = [(r, g) for r, k in enumerate(keeps) for g in k.nonzero().flatten().tolist()][:num_groups]
-        fillers = [(r, g) for r, k in enumerate(keeps) for g in (~k).nonzero().flatten().tolist()]
-        fillers = fillers[: num_groups - len(chosen)]
-        output = select_groups(rounds, chosen + fillers, group_size, self._tokenizer.pad_token_id)
-        trainable = torch.tensor([True] * len(chosen) + [False] * len(fillers), device=device)
-        output["lite_trainable"] = trainable.repeat_interleave(group_size)  # (B,)
-        output["completion_mask"] = output["completion_mask"] * output["lite_trainable"].unsqueeze(1)
-        output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
-
-        short = self.accelerator.gather(torch.tensor([len(fillers)], device=device)).sum().item()
-        total = num_groups * self.accelerator.num_processes
-        metrics = self._metrics["train"]
-        metrics["generation/frac_groups_masked"].append(short / total)
-        if short and self.accelerator.is_main_process:
-            logger.warning(
-                "dynamic sampling: %d of %d groups still had no reward spread after %d extra generation rounds "
-                "(dynamic_sampling_max_rounds=%d); they are kept with their loss masked out.",
-                short, total, len(rounds) - 1, self.args.dynamic_sampling_max_rounds,
-            )
-        return output, len(rounds)
-
-    def _groups_with_signal(self, output: dict) -> torch.Tensor:
-        """(G_local,) True for the groups of this process's slice whose counted rewards are not all equal."""
-        valid = ~output["lite_truncated"] if self.args.overlong_filter else None
-        return ~uniform_groups(output["lite_rewards"], self.num_generations, valid)
-
-    def _refill_batch(self) -> list[dict]:
-        """This process's share of a fresh generation batch, drawn like TRL's sampler with a separate seed (so that the
-        refill prompts are not the ones the training loop is about to draw)."""
-        if self._lite_refill_batches is None:
-            self._lite_refill_batches = self._refill_indices()
-        return [self.train_dataset[i] for i in next(self._lite_refill_batches)]
-
-    def _refill_indices(self):
-        dataset, group_size = self.train_dataset, self.num_generations
-        global_size = self.args.generation_batch_size
-        local = self._process_slice(global_size // self.accelerator.num_processes)
-        epoch = 0
-        while True:
-            sampler = RepeatSampler(dataset, mini_repeat_count=group_size, batch_size=global_size // group_size,
-                                    shuffle=True, seed=self.args.seed + 1 + epoch)
-            indices = list(sampler)
-            if len(indices) < global_size:
-                raise ValueError(
-                    f"dynamic_sampling=True needs at least {global_size // group_size} prompts in train_dataset to "
-                    f"refill a generation batch, got {len(dataset)}."
-                )
-            for begin in range(0, len(indices) - global_size + 1, global_size):
-                yield indices[begin : begin + global_size][local]
-            epoch += 1
 
     # ------------------------------------------------------------------ loss aggregation, exact per optimizer step
     def _prepare_inputs(self, generation_batch):
@@ -450,87 +333,6 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             self._lite_capture, self._lite_logps, self._lite_entropies = False, None, None
         return loss
 
-    # ------------------------------------------------------------------ diagnostics over a logging window
-    def _lite_reset_window(self):
-        self._lite_clipped = {"low": Counter(), "high": Counter()}
-        self._lite_entropy_sums = torch.zeros(4, dtype=torch.float64, device=self.accelerator.device)
-
-    def _record_loss_diagnostics(self, inputs: dict, per_token_logps: torch.Tensor, entropies: torch.Tensor | None):
-        """Adds one micro-batch's clipped tokens and entropy sums (correct / incorrect) to the logging window."""
-        mask = self._loss_mask(inputs)  # (B, T)
-        old_logps = inputs.get("old_per_token_logps")
-        # Only the clipped objectives clip (sapo and vespo gate smoothly); without old log-probs the ratio is 1
-        if old_logps is not None and self.loss_type in ("dapo", "cispo"):
-            log_ratio = per_token_logps - old_logps  # (B, T)
-            if self.importance_sampling_level == "sequence":
-                log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)  # (B, 1)
-            # TRL's cispo caps the ratio itself at epsilon_high and has no low bound (a ratio is never < 0)
-            eps_low, eps_high = (1.0, self.epsilon_high - 1.0) if self.loss_type == "cispo" else (
-                self.epsilon_low, self.epsilon_high)
-            low, high = clipped_token_masks(torch.exp(log_ratio), inputs["advantages"], mask, eps_low, eps_high)
-            self._lite_clipped["low"].update(count_tokens(inputs["completion_ids"], low))
-            self._lite_clipped["high"].update(count_tokens(inputs["completion_ids"], high))
-        if entropies is not None:
-            correct = inputs["lite_correct"].bool()  # (B,)
-            per_seq = (entropies.detach() * mask).sum(-1).double()  # (B,)
-            tokens = mask.sum(-1).double()  # (B,)
-            self._lite_entropy_sums += torch.stack(
-                [per_seq[correct].sum(), tokens[correct].sum(), per_seq[~correct].sum(), tokens[~correct].sum()]
-            )
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self.args.diagnostics and self.model.training and "train_runtime" not in logs:  # not the closing summary
-            self._log_window()
-        super().log(logs, start_time)
-
-    def _log_window(self):
-        """Reduces the window's diagnostics over processes; the main process writes the clipped-token table."""
-        sums = self.accelerator.reduce(self._lite_entropy_sums, reduction="sum")  # (4,)
-        metrics = self._metrics["train"]
-        if sums[1] > 0:
-            metrics["entropy/correct"] = [(sums[0] / sums[1]).item()]
-        if sums[3] > 0:
-            metrics["entropy/incorrect"] = [(sums[2] / sums[3]).item()]
-        clipped = {"low": Counter(), "high": Counter()}
-        for part in gather_object([self._lite_clipped]):
-            for bound in clipped:
-                clipped[bound].update(part[bound])
-        self._lite_reset_window()
-        if not self.accelerator.is_main_process:
-            return
-        rows = clipped_token_table(
-            clipped["low"], clipped["high"], lambda token_id: self._tokenizer.decode([token_id]),
-            top_k=self.args.clipped_tokens_top_k,
-        )
-        step = self.state.global_step
-        os.makedirs(self.args.output_dir, exist_ok=True)
-        with open(os.path.join(self.args.output_dir, CLIPPED_TOKENS_FILE), "a", encoding="utf-8") as f:
-            f.write(json.dumps({"step": step, "low_total": sum(clipped["low"].values()),
-                                "high_total": sum(clipped["high"].values()), "tokens": rows}) + "\n")
-        if rows and self.args.report_to:
-            self._log_table("clipped_tokens", rows)
-
-    def _log_table(self, name: str, rows: list[dict]):
-        """Logs rows as a table to wandb and trackio when they are active reporters, as TRL does for completions
-        (without a step: the trackers' own step counters stay in charge), and to TensorBoard as a markdown text
-        summary at the global step (TensorBoard has no table type)."""
-        import pandas as pd
-
-        frame = pd.DataFrame(rows)
-        if "wandb" in self.args.report_to and is_wandb_available():
-            import wandb
-
-            if wandb.run is not None:
-                wandb.log({name: wandb.Table(dataframe=frame)})
-        if "trackio" in self.args.report_to and is_trackio_available():
-            import trackio
-
-            trackio.log({name: trackio.Table(dataframe=frame)})
-        if "tensorboard" in self.args.report_to:
-            for callback in self.callback_handler.callbacks:
-                if isinstance(callback, TensorBoardCallback) and callback.tb_writer is not None:
-                    callback.tb_writer.add_text(f"train/{name}", _markdown_table(rows), self.state.global_step)
-
     def _kl_reweighting(self, inputs: dict, per_token_logps: torch.Tensor, kl_weight: torch.Tensor) -> torch.Tensor:
         """The difference between the KL term aggregated by the configured mode and TRL's token-sum of it.
 
@@ -548,6 +350,61 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
             per_token_kl = per_token_kl * torch.exp(log_ratio)
         return self.beta * ((per_token_kl * mask).sum(-1) * kl_weight).sum()
 
+    # ------------------------------------------------------------------ checkpoints: what the next steps still need
+    def _save_checkpoint(self, model, trial):
+        """Writes this process's trl-lite state into the checkpoint, then lets TRL and transformers write theirs.
+
+        Every process writes its own file before `trainer_state.json`, which transformers writes last (after a barrier
+        here), so a checkpoint cut off while being written has no `trainer_state.json` and is never resumed from.
+        """
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        save_process_state(folder, self.accelerator.process_index, self._lite_state_dict())
+        self.accelerator.wait_for_everyone()
+        super()._save_checkpoint(model, trial)
+
+    def _lite_state_dict(self) -> dict:
+        """What TRL and transformers do not checkpoint but the next steps need: TRL's micro-step counter and, in the
+        middle of a generation cycle (`steps_per_generation` > accumulation steps, or `num_iterations` > 1), the
+        buffered generation batch the next steps train on; the refill sampler's position; the completions counter;
+        the open logging window (TRL's metrics and the diagnostics)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        mid_cycle = self._buffered_inputs is not None and self._step % generate_every != 0
+        return {
+            "world_size": self.accelerator.num_processes,
+            "step": self._step,
+            "buffered_inputs": self._buffered_inputs if mid_cycle else None,
+            "completions_generated": self._lite_completions_generated,
+            "metrics": {key: list(values) for key, values in self._metrics["train"].items()},
+            "dynamic_sampling": self._dynamic_sampling_state(),
+            "diagnostics": self._diagnostics_state(),
+        }
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        state = load_process_state(checkpoint, self.accelerator.process_index, self.accelerator.device)
+        if state is None:
+            logger.warning(
+                "resume: %s has no trl-lite state for process %d (saved by another trainer or version); generation "
+                "restarts at the resume step, so the run is not the uninterrupted one.", checkpoint,
+                self.accelerator.process_index,
+            )
+            return
+        self._lite_completions_generated = state["completions_generated"]
+        self._metrics["train"].clear()
+        self._metrics["train"].update(state["metrics"])
+        if state["world_size"] != self.accelerator.num_processes:
+            logger.warning(
+                "resume: %s was saved by %d processes, this run has %d; the buffered generation batch, the refill "
+                "sampler and the diagnostics window are per process and are not restored.", checkpoint,
+                state["world_size"], self.accelerator.num_processes,
+            )
+            return
+        self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
+        self._load_dynamic_sampling_state(state["dynamic_sampling"])
+        self._load_diagnostics_state(state["diagnostics"])
+
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
         output = super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
@@ -555,50 +412,3 @@ class LitePPOTrainer(ModelCardMixin, GRPOTrainer):
         if self._lite_capture:  # the policy forward inside `_compute_loss`
             self._lite_logps, self._lite_entropies = output[0], output[1]
         return output
-
-
-def _markdown_table(rows: list[dict]) -> str:
-    """Rows of equal keys as a markdown table (TensorBoard renders text summaries as markdown)."""
-    columns = list(rows[0])
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(repr(row[c]) if c == "token" else str(row[c]) for c in columns) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _strip_trailing(ids: list[int], tokens: set) -> list[int]:
-    """`ids` without its trailing EOS / padding tokens."""
-    end = len(ids)
-    while end and ids[end - 1] in tokens:
-        end -= 1
-    return ids[:end]
-
-
-def select_groups(outputs: list[dict], picks: list[tuple[int, int]], group_size: int, pad_token_id: int) -> dict:
-    """Assembles a generation batch from whole groups of several generation rounds' outputs.
-
-    `picks` lists `(round, group)` pairs; each per-sample tensor (first dim = the local batch size) is cut to those
-    groups' rows, in order. Sequence tensors of different rounds are padded to the widest: on the left for the prompt
-    (TRL left-pads prompts), on the right otherwise, with `pad_token_id` for ids and 0 for masks and log-probs.
-    """
-    local_size = outputs[0]["advantages"].shape[0]
-    selected = {}
-    for key, value in outputs[0].items():
-        if not (isinstance(value, torch.Tensor) and value.ndim >= 1 and value.shape[0] == local_size):
-            if isinstance(value, (list, tuple)) or (isinstance(value, torch.Tensor) and value.ndim > 0):
-                raise ValueError(f"dynamic_sampling does not support batches with {key!r} (text-only batches are).")
-            selected[key] = value  # scalars such as num_items_in_batch, recomputed by the caller
-            continue
-        parts = [outputs[r][key][g * group_size : (g + 1) * group_size] for r, g in picks]
-        if value.ndim == 2:
-            width = max(part.shape[1] for part in parts)
-            fill = pad_token_id if key.endswith("_ids") else 0
-            left = key.startswith("prompt")
-            parts = [
-                torch.nn.functional.pad(part, (width - part.shape[1], 0) if left else (0, width - part.shape[1]),
-                                        value=fill)
-                for part in parts
-            ]
-        elif value.ndim > 2:
-            raise ValueError(f"dynamic_sampling does not support batches with {key!r} (text-only batches are).")
-        selected[key] = torch.cat(parts)
-    return selected
