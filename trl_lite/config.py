@@ -84,6 +84,18 @@ class LitePPOConfig(GRPOConfig):
             completion is "correct" when the first reward function gives it a reward > 0.
         clipped_tokens_top_k (`int`, *optional*, defaults to `20`):
             How many of the most clipped tokens per bound the clipped-token table keeps.
+        on_reward_error (`str`, *optional*, defaults to `"raise"`):
+            What a reward function's fault does: it raises, returns a number of values other than one per completion,
+            returns a non-finite value, or (async) exceeds `reward_timeout`. `"raise"`: the run stops with an error
+            naming the function, the global step and the first offending sample; nothing is trained on that batch.
+            `"skip"`: the samples the fault touches (all of the batch for a raise, a wrong count or a timeout; the
+            non-finite ones otherwise) become unscorable, like `None` rewards: advantage 0, out of every statistic.
+            Each function's count is logged as `rewards/<name>/errors`, and the first fault of each function is
+            logged as a warning with its traceback.
+        reward_timeout (`float`, *optional*):
+            Seconds an async reward function may take on one batch (TRL waits forever); past it, the call is
+            cancelled and counts as a fault (see `on_reward_error`). A synchronous reward function cannot be
+            interrupted from the outside and must enforce its own limit, as `math_accuracy` does per check.
         recipe (`str`, *optional*):
             Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card. Setting it
             does not apply the recipe: use [`LitePPOConfig.from_recipe`] or `--recipe` on the command line.
@@ -170,6 +182,17 @@ class LitePPOConfig(GRPOConfig):
         default=20,
         metadata={"help": "Most clipped tokens kept per bound in the clipped-token table."},
     )
+    on_reward_error: str = field(
+        default="raise",
+        metadata={"help": "A reward function's fault (raise, wrong count, non-finite, timeout): 'raise' stops the run "
+                          "naming the function, step and sample; 'skip' makes the touched samples unscorable and "
+                          "counts them in rewards/<name>/errors.", "choices": ["raise", "skip"]},
+    )
+    reward_timeout: float | None = field(
+        default=None,
+        metadata={"help": "Seconds an async reward function may take on one batch; past it the call counts as a "
+                          "fault. Synchronous reward functions must enforce their own limit."},
+    )
     recipe: str | None = field(
         default=None,
         metadata={"help": "Name of the recipe these settings come from, recorded in the model card."},
@@ -249,6 +272,12 @@ class LitePPOConfig(GRPOConfig):
             )
         if not _is_int(self.clipped_tokens_top_k) or self.clipped_tokens_top_k < 1:
             raise ValueError(f"clipped_tokens_top_k={self.clipped_tokens_top_k!r} is not supported; expected an int >= 1.")
+        if self.on_reward_error not in ("raise", "skip"):
+            raise ValueError(f"on_reward_error={self.on_reward_error!r} is not supported; expected 'raise' or 'skip'.")
+        if self.reward_timeout is not None and (not _is_number(self.reward_timeout) or self.reward_timeout <= 0):
+            raise ValueError(
+                f"reward_timeout={self.reward_timeout!r} is not supported; expected a number of seconds > 0, or None."
+            )
         if self.overlong_filter:
             self.mask_truncated_completions = True  # the loss half of the filter is TRL's own masking
 

@@ -9,7 +9,7 @@ import torch
 from datasets import IterableDataset
 from trl import GRPOConfig, GRPOTrainer
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-from trl.trainer.utils import get_config_model_id
+from trl.trainer.utils import get_config_model_id, is_async_callable
 
 from .advantages import normalize_advantages, normalize_then_sum, resolve_auto_std, zero_std_group_fraction
 from .aggregation import OBJECTIVE_LOSS_TYPES, sequence_weights
@@ -18,6 +18,7 @@ from .config import LitePPOConfig
 from .diagnostics_window import CLIPPED_TOKENS_FILE, DiagnosticsMixin  # noqa: F401  (CLIPPED_TOKENS_FILE: re-export)
 from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401  (select_groups: re-export)
 from .hub import ModelCardMixin
+from .reward_faults import RewardFault, RewardFunctionError, RewardGuard, describe, guard
 from .rewards import soft_overlong_punishment
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,12 @@ class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRP
         self._lite_logps: torch.Tensor | None = None
         self._lite_entropies: torch.Tensor | None = None
         self._lite_completions_generated = 0
+        # Each reward function runs inside a guard that records its faults instead of raising into TRL's gather
+        for i, func in enumerate(self.reward_funcs):
+            if not isinstance(func, torch.nn.Module):
+                self.reward_funcs[i] = guard(func, self.reward_func_names[i], is_async_callable(func),
+                                             args.reward_timeout)
+        self._lite_warned_rewards: set[str] = set()
 
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):
@@ -157,9 +164,56 @@ class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRP
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
+        self._contain_reward_faults(rewards_per_func, prompts, completions)
         self._lite_rewards_per_func = rewards_per_func  # (N_global, num_funcs), gathered over processes
         return rewards_per_func
+
+    def _contain_reward_faults(self, rewards_per_func: torch.Tensor, prompts: list, completions: list) -> None:
+        """Applies `on_reward_error` to the faults the reward guards recorded in this call (see
+        trl_lite/reward_faults.py), on every process alike; under "skip" the touched rows become NaN (unscorable)."""
+        local = self._process_slice(len(prompts))
+        faults = {}
+        for i, func in enumerate(self.reward_funcs):
+            if isinstance(func, RewardGuard):
+                fault, func.fault = func.fault, None
+            else:  # a reward model: no None to stand for unscorable, so any NaN/inf is a fault
+                bad = (~torch.isfinite(rewards_per_func[local, i])).nonzero().flatten().tolist()
+                fault = RewardFault("non-finite", f"returned non-finite rewards for {len(bad)} of {len(prompts)} "
+                                    "completions", bad) if bad else None
+            if fault is not None:
+                faults[i] = fault
+        touched = torch.zeros(len(prompts), len(self.reward_funcs), dtype=torch.int, device=rewards_per_func.device)
+        for i, fault in faults.items():
+            touched[fault.rows, i] = 1
+        touched = self.accelerator.gather(touched).bool()  # (N, F)
+        names, step = self.reward_func_names, self.state.global_step
+        if self.args.on_reward_error == "raise":
+            if faults:
+                i, fault = next(iter(faults.items()))
+                raise RewardFunctionError(
+                    f"{describe(fault, names[i], step, prompts, completions)}. Nothing was trained on this batch; fix "
+                    "the function, or set on_reward_error='skip' to train on without the samples it fails on."
+                ) from fault.error
+            if touched.any():
+                i = int(touched.any(dim=0).nonzero()[0])
+                raise RewardFunctionError(
+                    f"reward function {names[i]!r} failed on another process at global_step={step}; that process's "
+                    "error names the offending sample."
+                )
+            return
+        rewards_per_func[touched.any(dim=1)] = torch.nan  # unscorable for every function: advantage 0, not counted
+        mode = "train" if self.model.training else "eval"
+        for i, name in enumerate(names):
+            self._metrics[mode][f"rewards/{name}/errors"].append(touched[:, i].sum().item())
+        for i, fault in faults.items():
+            if names[i] not in self._lite_warned_rewards:
+                self._lite_warned_rewards.add(names[i])
+                logger.warning(
+                    "%s. on_reward_error='skip': these samples are unscorable; further faults of %r are only counted "
+                    "in rewards/%s/errors.\n%s", describe(fault, names[i], step, prompts, completions), names[i],
+                    names[i], fault.traceback,
+                )
 
     def _generate_and_score_completions(self, inputs):
         output = self._score_round(inputs)
