@@ -8,11 +8,14 @@ while saving), so it is never resumed from.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
 import torch
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+logger = logging.getLogger(__name__)
 
 TRAINER_STATE = "trainer_state.json"  # written last by transformers' `_save_checkpoint`
 PROCESS_STATE = "trl_lite_state-{process}.pt"  # one per process, written before TRAINER_STATE
@@ -104,3 +107,63 @@ def _to_device(value, device):
     if isinstance(value, (list, tuple)):
         return type(value)(_to_device(item, device) for item in value)
     return value
+
+
+class ExactResumeMixin:
+    """Adds to every checkpoint what TRL and transformers leave out but the next steps need, one file per process
+    (written before `trainer_state.json`), and restores it on resume. The dynamic-sampling and diagnostics mixins
+    provide `_dynamic_sampling_state` / `_diagnostics_state` and their loaders."""
+
+    def _save_checkpoint(self, model, trial):
+        """Writes this process's trl-lite state into the checkpoint, then lets TRL and transformers write theirs.
+
+        Every process writes its own file before `trainer_state.json`, which transformers writes last (after a barrier
+        here), so a checkpoint cut off while being written has no `trainer_state.json` and is never resumed from.
+        """
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        save_process_state(folder, self.accelerator.process_index, self._lite_state_dict())
+        self.accelerator.wait_for_everyone()
+        super()._save_checkpoint(model, trial)
+
+    def _lite_state_dict(self) -> dict:
+        """What TRL and transformers do not checkpoint but the next steps need: TRL's micro-step counter and, in the
+        middle of a generation cycle (`steps_per_generation` > accumulation steps, or `num_iterations` > 1), the
+        buffered generation batch the next steps train on; the refill sampler's position; the completions counter;
+        the open logging window (TRL's metrics and the diagnostics)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        mid_cycle = self._buffered_inputs is not None and self._step % generate_every != 0
+        return {
+            "world_size": self.accelerator.num_processes,
+            "step": self._step,
+            "buffered_inputs": self._buffered_inputs if mid_cycle else None,
+            "completions_generated": self._lite_completions_generated,
+            "metrics": {key: list(values) for key, values in self._metrics["train"].items()},
+            "dynamic_sampling": self._dynamic_sampling_state(),
+            "diagnostics": self._diagnostics_state(),
+        }
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        state = load_process_state(checkpoint, self.accelerator.process_index, self.accelerator.device)
+        if state is None:
+            logger.warning(
+                "resume: %s has no trl-lite state for process %d (saved by another trainer or version); generation "
+                "restarts at the resume step, so the run is not the uninterrupted one.", checkpoint,
+                self.accelerator.process_index,
+            )
+            return
+        self._lite_completions_generated = state["completions_generated"]
+        self._metrics["train"].clear()
+        self._metrics["train"].update(state["metrics"])
+        if state["world_size"] != self.accelerator.num_processes:
+            logger.warning(
+                "resume: %s was saved by %d processes, this run has %d; the buffered generation batch, the refill "
+                "sampler and the diagnostics window are per process and are not restored.", checkpoint,
+                state["world_size"], self.accelerator.num_processes,
+            )
+            return
+        self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
+        self._load_dynamic_sampling_state(state["dynamic_sampling"])
+        self._load_diagnostics_state(state["diagnostics"])

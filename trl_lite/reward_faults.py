@@ -15,10 +15,16 @@ not leave the others waiting in a collective):
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import numbers
 import traceback
 from dataclasses import dataclass, field
+
+import torch
+from trl.trainer.utils import is_async_callable
+
+logger = logging.getLogger(__name__)
 
 
 class RewardFunctionError(RuntimeError):
@@ -127,3 +133,61 @@ def describe(fault: RewardFault, name: str, global_step: int, prompts: list, com
 def _short(value, limit: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "...'"
+
+
+class RewardFaultsMixin:
+    """Puts every reward function (not reward models) in a guard, and applies `on_reward_error` after TRL's
+    `_calculate_rewards` gathered the rewards (the trainer calls `_contain_reward_faults` there)."""
+
+    def _guard_reward_funcs(self) -> None:
+        for i, func in enumerate(self.reward_funcs):
+            if not isinstance(func, torch.nn.Module):
+                self.reward_funcs[i] = guard(func, self.reward_func_names[i], is_async_callable(func),
+                                             self.args.reward_timeout)
+        self._lite_warned_rewards: set[str] = set()
+
+    def _contain_reward_faults(self, rewards_per_func: torch.Tensor, prompts: list, completions: list) -> None:
+        """Applies `on_reward_error` to the faults the reward guards recorded in this call (see
+        trl_lite/reward_faults.py), on every process alike; under "skip" the touched rows become NaN (unscorable)."""
+        local = self._process_slice(len(prompts))
+        faults = {}
+        for i, func in enumerate(self.reward_funcs):
+            if isinstance(func, RewardGuard):
+                fault, func.fault = func.fault, None
+            else:  # a reward model: no None to stand for unscorable, so any NaN/inf is a fault
+                bad = (~torch.isfinite(rewards_per_func[local, i])).nonzero().flatten().tolist()
+                fault = RewardFault("non-finite", f"returned non-finite rewards for {len(bad)} of {len(prompts)} "
+                                    "completions", bad) if bad else None
+            if fault is not None:
+                faults[i] = fault
+        touched = torch.zeros(len(prompts), len(self.reward_funcs), dtype=torch.int, device=rewards_per_func.device)
+        for i, fault in faults.items():
+            touched[fault.rows, i] = 1
+        touched = self.accelerator.gather(touched).bool()  # (N, F)
+        names, step = self.reward_func_names, self.state.global_step
+        if self.args.on_reward_error == "raise":
+            if faults:
+                i, fault = next(iter(faults.items()))
+                raise RewardFunctionError(
+                    f"{describe(fault, names[i], step, prompts, completions)}. Nothing was trained on this batch; fix "
+                    "the function, or set on_reward_error='skip' to train on without the samples it fails on."
+                ) from fault.error
+            if touched.any():
+                i = int(touched.any(dim=0).nonzero()[0])
+                raise RewardFunctionError(
+                    f"reward function {names[i]!r} failed on another process at global_step={step}; that process's "
+                    "error names the offending sample."
+                )
+            return
+        rewards_per_func[touched.any(dim=1)] = torch.nan  # unscorable for every function: advantage 0, not counted
+        mode = "train" if self.model.training else "eval"
+        for i, name in enumerate(names):
+            self._metrics[mode][f"rewards/{name}/errors"].append(touched[:, i].sum().item())
+        for i, fault in faults.items():
+            if names[i] not in self._lite_warned_rewards:
+                self._lite_warned_rewards.add(names[i])
+                logger.warning(
+                    "%s. on_reward_error='skip': these samples are unscorable; further faults of %r are only counted "
+                    "in rewards/%s/errors.\n%s", describe(fault, names[i], step, prompts, completions), names[i],
+                    names[i], fault.traceback,
+                )

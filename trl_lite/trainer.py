@@ -2,23 +2,21 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import textwrap
 
 import torch
 from datasets import IterableDataset
 from trl import GRPOConfig, GRPOTrainer
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-from trl.trainer.utils import get_config_model_id, is_async_callable
+from trl.trainer.utils import get_config_model_id
 
 from .advantages import normalize_advantages, normalize_then_sum, resolve_auto_std, zero_std_group_fraction
 from .aggregation import OBJECTIVE_LOSS_TYPES, sequence_weights
-from .checkpoints import load_process_state, save_process_state
+from .checkpoints import ExactResumeMixin
 from .config import LitePPOConfig
 from .diagnostics_window import CLIPPED_TOKENS_FILE, DiagnosticsMixin  # noqa: F401  (CLIPPED_TOKENS_FILE: re-export)
 from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401  (select_groups: re-export)
 from .hub import ModelCardMixin
-from .reward_faults import RewardFault, RewardFunctionError, RewardGuard, describe, guard
+from .reward_faults import RewardFaultsMixin
 from .rewards import soft_overlong_punishment
 
 logger = logging.getLogger(__name__)
@@ -29,7 +27,9 @@ logger = logging.getLogger(__name__)
 _TOKEN_SUM_LOSS_TYPES = ("dapo", "cispo", "vespo")
 
 
-class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRPOTrainer):
+class LitePPOTrainer(
+    ModelCardMixin, ExactResumeMixin, RewardFaultsMixin, DiagnosticsMixin, DynamicSamplingMixin, GRPOTrainer
+):
     r"""
     Trainer for Lite PPO ("Tricks or Traps? A Deep Dive into RL for LLM Reasoning",
     https://huggingface.co/papers/2508.08221), a drop-in replacement for [`~trl.GRPOTrainer`].
@@ -56,11 +56,18 @@ class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRP
 
     - **DAPO** (`soft_overlong_punishment`, `dynamic_sampling`): the soft overlong punishment is appended to the reward
       functions; dynamic sampling calls TRL's `_generate_and_score_completions` once per generation round, keeps the
-      groups with reward spread, refills from fresh prompts and assembles the batch (`_dynamic_sampling`).
-    - **Diagnostics** (`diagnostics=True`, `log`): per generation round, repetition, reward concentration and
-      lengths of correct vs incorrect completions; per loss call, the clipped tokens at each bound and the entropy of
-      correct vs incorrect completions, accumulated over the logging window, reduced over processes at `log`, and
-      the clipped-token table written to `output_dir/clipped_tokens.jsonl` (and wandb / trackio).
+      groups with reward spread, refills from fresh prompts and assembles the batch ([`DynamicSamplingMixin`]).
+    - **Diagnostics** (`diagnostics=True`, [`DiagnosticsMixin`]): per generation round, repetition, reward
+      concentration and lengths of correct vs incorrect completions; per loss call, the clipped tokens at each bound
+      and the entropy of correct vs incorrect completions, accumulated over the logging window, reduced over
+      processes at `log`, and the clipped-token table written to `output_dir/clipped_tokens.jsonl` (and trackers).
+    - **Reward faults** (`on_reward_error`, `reward_timeout`, `_calculate_rewards`): each reward function runs in a
+      guard ([`~trl_lite.reward_faults.RewardGuard`]); a raise, a wrong count, a non-finite value or a timeout stops
+      the run on every process, naming the function, step and sample, or (`"skip"`) makes the touched samples
+      unscorable and counts them in `rewards/<name>/errors`.
+    - **Exact resume** (`_save_checkpoint`, `_load_optimizer_and_scheduler`): each process checkpoints what TRL and
+      transformers do not, TRL's micro-step counter, the generation batch of an unfinished cycle, the refill sampler
+      position, the completions counter and the open logging window, so a resumed run is the uninterrupted one.
 
     TRL metrics stay as they are; Lite PPO adds `advantages/*` (mean, std, abs_mean, frac_zero_std_groups per group
     whatever the std level, std_kept under `advantage_std="auto"`), `overlong/frac_truncated`,
@@ -147,12 +154,7 @@ class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRP
         self._lite_logps: torch.Tensor | None = None
         self._lite_entropies: torch.Tensor | None = None
         self._lite_completions_generated = 0
-        # Each reward function runs inside a guard that records its faults instead of raising into TRL's gather
-        for i, func in enumerate(self.reward_funcs):
-            if not isinstance(func, torch.nn.Module):
-                self.reward_funcs[i] = guard(func, self.reward_func_names[i], is_async_callable(func),
-                                             args.reward_timeout)
-        self._lite_warned_rewards: set[str] = set()
+        self._guard_reward_funcs()  # see trl_lite/reward_faults.py
 
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):
@@ -165,55 +167,9 @@ class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRP
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
-        self._contain_reward_faults(rewards_per_func, prompts, completions)
+        self._contain_reward_faults(rewards_per_func, prompts, completions)  # see trl_lite/reward_faults.py
         self._lite_rewards_per_func = rewards_per_func  # (N_global, num_funcs), gathered over processes
         return rewards_per_func
-
-    def _contain_reward_faults(self, rewards_per_func: torch.Tensor, prompts: list, completions: list) -> None:
-        """Applies `on_reward_error` to the faults the reward guards recorded in this call (see
-        trl_lite/reward_faults.py), on every process alike; under "skip" the touched rows become NaN (unscorable)."""
-        local = self._process_slice(len(prompts))
-        faults = {}
-        for i, func in enumerate(self.reward_funcs):
-            if isinstance(func, RewardGuard):
-                fault, func.fault = func.fault, None
-            else:  # a reward model: no None to stand for unscorable, so any NaN/inf is a fault
-                bad = (~torch.isfinite(rewards_per_func[local, i])).nonzero().flatten().tolist()
-                fault = RewardFault("non-finite", f"returned non-finite rewards for {len(bad)} of {len(prompts)} "
-                                    "completions", bad) if bad else None
-            if fault is not None:
-                faults[i] = fault
-        touched = torch.zeros(len(prompts), len(self.reward_funcs), dtype=torch.int, device=rewards_per_func.device)
-        for i, fault in faults.items():
-            touched[fault.rows, i] = 1
-        touched = self.accelerator.gather(touched).bool()  # (N, F)
-        names, step = self.reward_func_names, self.state.global_step
-        if self.args.on_reward_error == "raise":
-            if faults:
-                i, fault = next(iter(faults.items()))
-                raise RewardFunctionError(
-                    f"{describe(fault, names[i], step, prompts, completions)}. Nothing was trained on this batch; fix "
-                    "the function, or set on_reward_error='skip' to train on without the samples it fails on."
-                ) from fault.error
-            if touched.any():
-                i = int(touched.any(dim=0).nonzero()[0])
-                raise RewardFunctionError(
-                    f"reward function {names[i]!r} failed on another process at global_step={step}; that process's "
-                    "error names the offending sample."
-                )
-            return
-        rewards_per_func[touched.any(dim=1)] = torch.nan  # unscorable for every function: advantage 0, not counted
-        mode = "train" if self.model.training else "eval"
-        for i, name in enumerate(names):
-            self._metrics[mode][f"rewards/{name}/errors"].append(touched[:, i].sum().item())
-        for i, fault in faults.items():
-            if names[i] not in self._lite_warned_rewards:
-                self._lite_warned_rewards.add(names[i])
-                logger.warning(
-                    "%s. on_reward_error='skip': these samples are unscorable; further faults of %r are only counted "
-                    "in rewards/%s/errors.\n%s", describe(fault, names[i], step, prompts, completions), names[i],
-                    names[i], fault.traceback,
-                )
 
     def _generate_and_score_completions(self, inputs):
         output = self._score_round(inputs)
@@ -403,61 +359,6 @@ class LitePPOTrainer(ModelCardMixin, DiagnosticsMixin, DynamicSamplingMixin, GRP
                 log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
             per_token_kl = per_token_kl * torch.exp(log_ratio)
         return self.beta * ((per_token_kl * mask).sum(-1) * kl_weight).sum()
-
-    # ------------------------------------------------------------------ checkpoints: what the next steps still need
-    def _save_checkpoint(self, model, trial):
-        """Writes this process's trl-lite state into the checkpoint, then lets TRL and transformers write theirs.
-
-        Every process writes its own file before `trainer_state.json`, which transformers writes last (after a barrier
-        here), so a checkpoint cut off while being written has no `trainer_state.json` and is never resumed from.
-        """
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        save_process_state(folder, self.accelerator.process_index, self._lite_state_dict())
-        self.accelerator.wait_for_everyone()
-        super()._save_checkpoint(model, trial)
-
-    def _lite_state_dict(self) -> dict:
-        """What TRL and transformers do not checkpoint but the next steps need: TRL's micro-step counter and, in the
-        middle of a generation cycle (`steps_per_generation` > accumulation steps, or `num_iterations` > 1), the
-        buffered generation batch the next steps train on; the refill sampler's position; the completions counter;
-        the open logging window (TRL's metrics and the diagnostics)."""
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        mid_cycle = self._buffered_inputs is not None and self._step % generate_every != 0
-        return {
-            "world_size": self.accelerator.num_processes,
-            "step": self._step,
-            "buffered_inputs": self._buffered_inputs if mid_cycle else None,
-            "completions_generated": self._lite_completions_generated,
-            "metrics": {key: list(values) for key, values in self._metrics["train"].items()},
-            "dynamic_sampling": self._dynamic_sampling_state(),
-            "diagnostics": self._diagnostics_state(),
-        }
-
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
-        state = load_process_state(checkpoint, self.accelerator.process_index, self.accelerator.device)
-        if state is None:
-            logger.warning(
-                "resume: %s has no trl-lite state for process %d (saved by another trainer or version); generation "
-                "restarts at the resume step, so the run is not the uninterrupted one.", checkpoint,
-                self.accelerator.process_index,
-            )
-            return
-        self._lite_completions_generated = state["completions_generated"]
-        self._metrics["train"].clear()
-        self._metrics["train"].update(state["metrics"])
-        if state["world_size"] != self.accelerator.num_processes:
-            logger.warning(
-                "resume: %s was saved by %d processes, this run has %d; the buffered generation batch, the refill "
-                "sampler and the diagnostics window are per process and are not restored.", checkpoint,
-                state["world_size"], self.accelerator.num_processes,
-            )
-            return
-        self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
-        self._load_dynamic_sampling_state(state["dynamic_sampling"])
-        self._load_diagnostics_state(state["diagnostics"])
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
         output = super()._get_per_token_logps_and_entropies(
