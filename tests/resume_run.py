@@ -32,6 +32,7 @@ from tests.tiny import (  # noqa: E402
     uniform_or_mixed_dataset,
 )
 from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
+from trl_lite.diagnostics_window import CLIPPED_TOKENS_FILE  # noqa: E402
 from trl_lite.recipes import recipe_settings  # noqa: E402
 
 # Each setting: LitePPOConfig fields, the reward, the dataset and the step to resume from (by default).
@@ -48,6 +49,11 @@ SETTINGS = {
                          lambda: uniform_or_mixed_dataset(6, 6), 2),
     # the recipe as a whole (dynamic sampling, overlong filter and punishment, clip-higher), mid-cycle, and a logging
     # window of 2 steps cut by the checkpoint after step 1 (the diagnostics window and the counters must continue)
+    # a logging window of 2 steps (3-4) cut by the checkpoint after step 3, with tokens clipped (SGD at lr 0.5, 4
+    # micro-batches per generation batch, so step 3 is off-policy): the clipped-token table, the entropy of correct vs
+    # incorrect completions and TRL's averaged metrics of the step-4 log cover steps 3 and 4
+    "window": (dict(per_device_train_batch_size=GROUP, steps_per_generation=4, epsilon_high=0.28, learning_rate=0.5,
+                    logging_steps=2, max_steps=6), reward_digit_count, lambda: prompt_dataset(), 3),
     "dapo": ({**recipe_settings("dapo"), "steps_per_generation": 2, "logging_steps": 2}, uniform_or_mixed,
              lambda: uniform_or_mixed_dataset(6, 6), 1),
 }
@@ -111,6 +117,8 @@ def main(model_dir: str, out_dir: str, setting: str, resume_step: str | None = N
         "losses": max((abs(losses[s] - full_losses[s]) for s in full_losses), default=math.inf)
         if set(losses) == set(full_losses) else math.inf,
         "logged": _largest_difference(full_logs, logs),
+        "clipped_tokens": _clipped_rows(os.path.join(out_dir, "full"), step),
+        "clipped_tokens_resumed": _clipped_rows(os.path.join(out_dir, "resumed"), step),
         "full_logs": full_logs,
         "resumed_logs": logs,
     }
@@ -124,6 +132,15 @@ def _losses(trainer, after: int) -> dict[int, float]:
     logging = trainer.args.logging_steps
     return {row["step"]: row["loss"] for row in trainer.state.log_history
             if "loss" in row and row["step"] > after and (logging == 1 or row["step"] - logging >= after)}
+
+
+def _clipped_rows(output_dir: str, after: int) -> list[dict]:
+    """The clipped-token table's lines (output_dir/clipped_tokens.jsonl) logged after step `after`."""
+    path = os.path.join(output_dir, CLIPPED_TOKENS_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [row for row in map(json.loads, f) if row["step"] > after]
 
 
 def snapshot_start(model_dir):
