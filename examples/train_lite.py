@@ -11,10 +11,12 @@ Lite PPO, and held-out accuracy on the hard level is printed before and after tr
 explicit flags and `--config` values override it:
 
     python examples/train_lite.py --recipe dapo        # the CPU run above, with DAPO's settings
+    accelerate launch examples/train_lite.py --config examples/recipes/lite_ppo_qwen3_4b_base.yaml --recipe dr_grpo
 
 A preempted run resumes with the same command plus `--resume_from_checkpoint true` (the last complete checkpoint in
-`--output_dir`) or `--resume_from_checkpoint runs/x/checkpoint-500`.
-    accelerate launch examples/train_lite.py --config examples/recipes/lite_ppo_qwen3_4b_base.yaml --recipe dr_grpo
+`--output_dir`) or `--resume_from_checkpoint runs/x/checkpoint-500`, and ends with the uninterrupted run's weights (see
+"Long runs" in the README). A reward function that fails stops the run with an error naming it, the step and the
+sample; `--on_reward_error skip` trains on without the samples it fails on (`--reward_timeout S` for async ones).
 
 At real scale every LitePPOConfig field is a flag, and `--config recipe.yaml` loads a full setup:
 

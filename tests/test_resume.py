@@ -118,13 +118,13 @@ def _losses(rows):
 
 @pytest.mark.slow
 def test_ablation_continues_an_unfinished_run_from_its_checkpoint(tmp_path):
-    # The built-in setting trains 4 optimizer steps per generation batch; TRL 1.16 does not save a half-used batch,
-    # so the checkpoint sits at a generation boundary (step 4 of 8).
+    # The built-in setting trains 4 optimizer steps per generation batch: the checkpoint at step 2 is in the middle
+    # of one (trl-lite checkpoints the half-used batch; TRL 1.16 alone would generate a fresh one).
     common = dict(eval_problems=0, progress=False)
-    ablate(["lite_ppo"], 1, 8, str(tmp_path / "full"), save_steps=4, **common)
-    # The same run stopped after its checkpoint at step 4: no result.json yet
+    ablate(["lite_ppo"], 1, 8, str(tmp_path / "full"), save_steps=2, **common)
+    # The same run preempted during step 3, after its checkpoint at step 2: no result.json yet, step 3 logged
     stopped = str(tmp_path / "stopped")
-    ablate(["lite_ppo"], 1, 4, stopped, save_steps=4, **common)
+    ablate(["lite_ppo"], 1, 3, stopped, save_steps=2, **common)
     folder = run_dir(stopped, "lite_ppo", 0)
     os.remove(os.path.join(folder, "result.json"))
     summary = ablate(["lite_ppo"], 1, 8, stopped, save_steps=4, resume_from_checkpoint="true", **common)
@@ -193,10 +193,11 @@ def test_qwen3_bpe_on_deepmath_jsonl_with_math_accuracy_lora_dapo_interrupted_an
     resumed = _main_job(stopped, "--resume_from_checkpoint", str(stopped / "checkpoint-2"), args=args)
     assert "[resume] continuing from" in resumed.stderr
     assert _logged_steps(stopped / "checkpoint-4") == [1, 2, 3, 4]
-    # Not bit-exact with dynamic sampling yet: its refill sampler's position is not in the checkpoint (issue 11), so
-    # the resumed run refills from other prompts. The resumed adapter is a trained continuation of checkpoint-2.
+    # Exact, dynamic sampling's refills included: the resumed adapter is the uninterrupted run's
     got = load_file(os.path.join(stopped, "adapter_model.safetensors"))
+    expected = load_file(os.path.join(full, "adapter_model.safetensors"))
     initial = load_file(os.path.join(full, "checkpoint-2", "adapter_model.safetensors"))
-    assert sorted(got) == sorted(initial)
+    assert sorted(got) == sorted(expected)
+    assert max((got[k] - expected[k]).abs().max().item() for k in got) < 1e-6
     assert max((got[k] - initial[k]).abs().max().item() for k in got) > 0  # steps 3-4 moved the adapter
     assert (stopped / "README.md").read_text().count("dapo") >= 1  # the model card names the recipe

@@ -73,7 +73,8 @@ class LitePPOTrainer(
     whatever the std level, std_kept under `advantage_std="auto"`), `overlong/frac_truncated`,
     `overlong/frac_filtered`, `generation/*` (rounds and completions each generation batch cost), and the
     diagnostics `repetition/*`, `rewards/frac_groups_*`, `rewards/group_std_mean`, `rewards/batch_std`,
-    `completions/mean_length_(in)correct`, `entropy/(in)correct`. The clip fractions at the low and high bound are
+    `completions/mean_length_(in)correct`, `entropy/(in)correct`, and under `on_reward_error="skip"`
+    `rewards/<name>/errors`. The clip fractions at the low and high bound are
     TRL's `clip_ratio/low_mean` and `clip_ratio/high_mean`.
 
     Every saved model and checkpoint gets the trl-lite model card (`model_cards/lite_ppo.md`: technique settings,
