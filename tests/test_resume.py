@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from safetensors.torch import load_file
 
 from trl_lite.ablate import ablate, read_metrics, run_dir

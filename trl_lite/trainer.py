@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import copy
-import logging
 import textwrap
 
 import torch
@@ -18,8 +17,6 @@ from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401 
 from .hub import ModelCardMixin
 from .reward_faults import RewardFaultsMixin
 from .rewards import soft_overlong_punishment
-
-logger = logging.getLogger(__name__)
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
