@@ -1,0 +1,169 @@
+"""Run by tests/test_vllm_colocate.py in a subprocess whose PYTHONPATH holds tests/vllm_standin (the test-only vLLM):
+LitePPOTrainer with `use_vllm=True, vllm_mode="colocate"` through TRL's real `VLLMGeneration`.
+
+    python tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO
+    torchrun --nproc_per_node 2 tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO [zero3]
+
+Scenarios: `colocate` (plain), `sleep` (sleep mode), `overlong` (overlong filter, short completions), `dynamic`
+(dynamic sampling), `exact` (the stand-in replays fixed completions; the same training without vLLM replays them
+through a `rollout_func`; both aggregations). Rank 0 writes OUT_DIR/result.json with what the probe saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+import vllm  # noqa: E402
+from accelerate.utils import gather_object  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from tests.dist_run import ZERO3  # noqa: E402
+from tests.tiny import GROUP, prompt_dataset, reward_digit_count, snapshot, train_args  # noqa: E402
+from tests.tiny import uniform_or_mixed, uniform_or_mixed_dataset  # noqa: E402
+from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
+
+assert getattr(vllm, "STANDIN", False), "tests/vllm_run.py must run on the test stand-in, not on a real vLLM"
+
+
+def _policy_params(trainer) -> dict[str, torch.Tensor]:
+    """The policy's current full parameters on this process (gathered from their ZeRO-3 shards if need be)."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if trainer.is_deepspeed_enabled:
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(model.parameters())):
+            return {name: p.detach().clone() for name, p in model.named_parameters()}
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+class Probe(LitePPOTrainer):
+    """Checks, at every generation, that vLLM generated with the policy's current weights and that the truncation
+    flags match vLLM's finish reasons."""
+
+    def _generate(self, prompts):
+        policy = _policy_params(self)
+        output = super()._generate(prompts)
+        llm = self.vllm_generation.llm
+        probe = self.__dict__.setdefault("probe", {"weight_diffs": [], "truncation": [], "generations": 0})
+        probe["weight_diffs"].append(max((llm.generation_weights[k].double() - v.double()).abs().max().item()
+                                         for k, v in policy.items()))
+        finish = [o.finish_reason == "length" for request in llm.last_outputs for o in request.outputs]
+        probe["truncation"].append((finish, self._lite_truncated.tolist()))
+        probe["generations"] += 1
+        return output
+
+
+class StepEvents(TrainerCallback):
+    """The stand-in's events per optimizer step (syncs, generations, sleeps)."""
+
+    def __init__(self):
+        self.per_step, self.seen = [], 0
+        self.trainer = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        events = self.trainer.vllm_generation.llm.events
+        self.per_step.append([event[0] for event in events[self.seen:]])
+        self.seen = len(events)
+
+
+def _settings(out, scenario, backend, **extra):
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    settings = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, per_device_train_batch_size=2 * GROUP // world
+                    if scenario != "dynamic" else 2 * GROUP, num_generations=GROUP, max_completion_length=8,
+                    learning_rate=0.1, bf16=False)
+    if scenario == "sleep":
+        settings["vllm_enable_sleep_mode"] = True
+    if scenario == "overlong":
+        settings.update(overlong_filter=True, max_completion_length=3)  # short: many completions are truncated
+    if scenario == "dynamic":
+        settings.update(dynamic_sampling=True, dynamic_sampling_max_rounds=20)
+    if backend == "zero3":
+        settings.update(deepspeed=ZERO3)
+    return LitePPOConfig(**train_args(out, **{**settings, **extra}))
+
+
+def run(model_dir, out, scenario, backend="ddp"):
+    dynamic = scenario == "dynamic"
+    events = StepEvents()
+    trainer = Probe(model=model_dir, reward_funcs=uniform_or_mixed if dynamic else reward_digit_count,
+                    args=_settings(out, scenario, backend),
+                    train_dataset=uniform_or_mixed_dataset(6, 6) if dynamic else prompt_dataset(),
+                    callbacks=[events])
+    events.trainer = trainer
+    trainer.train()
+    probes = gather_object([trainer.probe])
+    logs = [row for row in trainer.state.log_history if "loss" in row]
+    return trainer, {"probes": probes, "events_per_step": events.per_step, "logs": logs,
+                     "world": trainer.accelerator.num_processes,
+                     "llm_seed": trainer.vllm_generation.llm.seed}
+
+
+def replay_rollout(prompts, trainer) -> dict:
+    """The stand-in's replayed completions without vLLM: prompts tokenized as TRL does for plain text, completions
+    from the same `replay_tokens`, log-probs unused (no importance sampling without vLLM)."""
+    from vllm._standin import replay_tokens
+
+    tokenizer = trainer.processing_class
+    prompt_ids = tokenizer(text=prompts)["input_ids"]
+    seen, completion_ids = {}, []
+    for ids in prompt_ids:
+        occurrence = seen.get(tuple(ids), 0)
+        seen[tuple(ids)] = occurrence + 1
+        completion_ids.append(replay_tokens(ids, occurrence, tokenizer, trainer.max_completion_length))
+    return {"prompt_ids": prompt_ids, "completion_ids": completion_ids,
+            "logprobs": [[0.0] * len(ids) for ids in completion_ids]}
+
+
+def run_exact(model_dir, out):
+    """Per aggregation: the vLLM run on replayed completions and the same training without vLLM."""
+    os.environ["VLLM_STANDIN_REPLAY"] = "1"
+    result = {}
+    for mode in ("token-mean", "seq-mean-token-mean"):
+        params = {}
+        for use_vllm in (True, False):
+            # float64: see tests/test_exactness.py; steps_per_generation 2 so that old log-probs are used too
+            args = LitePPOConfig(**train_args(
+                os.path.join(out, f"{mode}-{use_vllm}"), use_vllm=use_vllm, vllm_mode="colocate", max_steps=4,
+                per_device_train_batch_size=GROUP, num_generations=GROUP, steps_per_generation=2,
+                loss_aggregation=mode, overlong_filter=True, model_init_kwargs={"dtype": torch.float64},
+            ))
+            trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
+                                     train_dataset=prompt_dataset(),
+                                     rollout_func=None if use_vllm else replay_rollout)
+            trainer.train()
+            params[use_vllm] = snapshot(trainer.model)
+            if use_vllm:
+                logs = [row for row in trainer.state.log_history if "loss" in row]
+        start = snapshot(type(trainer.model).from_pretrained(model_dir, dtype=torch.float64))
+        result[mode] = {
+            "difference": max((params[True][k] - params[False][k]).abs().max().item() for k in start),
+            "trained": max((params[False][k] - start[k]).abs().max().item() for k in start),
+            "is_ratio": [(row.get("sampling/importance_sampling_ratio/min"),
+                          row.get("sampling/importance_sampling_ratio/max")) for row in logs],
+        }
+    return result
+
+
+def main(model_dir, out, scenario, backend="ddp"):
+    if scenario == "exact":
+        result = run_exact(model_dir, out)
+        is_main = True
+    else:
+        trainer, result = run(model_dir, out, scenario, backend)
+        is_main = trainer.accelerator.is_main_process
+    if is_main:
+        with open(os.path.join(out, "result.json"), "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
