@@ -50,8 +50,11 @@ def test_loss_aggregation_mirrors_loss_type():
     assert make(loss_aggregation="seq-mean-token-sum-norm").loss_type == "dr_grpo"
 
 
-def test_overlong_filter_turns_on_loss_masking():
-    assert make(overlong_filter=True).mask_truncated_completions is True
+def test_overlong_filter_masks_the_loss_itself():
+    # the filter masks truncated completions out of the loss by its own rule (see tests/test_exactness.py); TRL's
+    # `mask_truncated_completions` stays what the user set
+    assert make(overlong_filter=True).mask_truncated_completions is False
+    assert make(overlong_filter=True, mask_truncated_completions=True).mask_truncated_completions is True
 
 
 @pytest.mark.parametrize(

@@ -150,3 +150,25 @@ def test_sequence_mean_over_steps_within_a_round_matches_trl(tiny_model_dir, tmp
     ref = train_run(GRPOTrainer, GRPOConfig, tiny_model_dir, tmp_path / "trl", loss_type="grpo", scale_rewards="group",
                     **common)
     assert_same_weights(lite, ref)
+
+
+def test_truncated_means_cut_by_the_length_limit(tiny_model_dir, tmp_path):
+    # vLLM's finish_reason="length": max_completion_length tokens without a final EOS. Per group of 4 completions
+    # (max_completion_length=4): [4 digits, no EOS] truncated; [3 digits + EOS] finished; [2 digits, stopped early
+    # without EOS, as a stop string ends a vLLM completion] finished; [3 digits + the padding token] truncated (TRL's
+    # rule, "the last token is neither EOS nor padding", gets the last two wrong).
+    def rollout(prompts, trainer):
+        tokenizer = trainer.processing_class
+        one, pad, eos = tokenizer.convert_tokens_to_ids("1"), tokenizer.pad_token_id, tokenizer.eos_token_id
+        kinds = [[one] * 4, [one] * 3 + [eos], [one] * 2, [one] * 3 + [pad]]
+        completions = [kinds[i % 4] for i in range(len(prompts))]
+        return {"prompt_ids": [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts],
+                "completion_ids": completions, "logprobs": [[0.0] * len(c) for c in completions]}
+
+    args = LitePPOConfig(**train_args(tmp_path, max_steps=1, max_completion_length=4, overlong_filter=True))
+    trainer = RecordingTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
+                               train_dataset=prompt_dataset(), rollout_func=rollout)
+    trainer.train()
+    assert trainer.rounds[0]["truncated"].tolist() == [True, False, False, True]
+    assert trainer.rounds[0]["completion_mask"].sum(-1).tolist()[0] == 0  # the filter masks the truncated one
+    assert trainer.rounds[0]["completion_mask"].sum(-1).tolist()[2] == 2

@@ -19,7 +19,7 @@ DOCUMENTED = {
     "instruct": dict(advantage_mean="group", advantage_std="batch", loss_aggregation="seq-mean-token-mean",
                      epsilon=0.2, epsilon_high=0.28, dynamic_sampling=False),
     "dapo": dict(advantage_mean="group", advantage_std="group", loss_aggregation="token-mean", epsilon=0.2,
-                 epsilon_high=0.28, overlong_filter=True, mask_truncated_completions=True,
+                 epsilon_high=0.28, overlong_filter=True,
                  soft_overlong_punishment=True, dynamic_sampling=True, dynamic_sampling_max_rounds=3),
 }
 

@@ -214,20 +214,21 @@ def build_qwen3_tokenizer():
     return tokenizer
 
 
-def build_qwen3_model(path, seed: int = 0) -> str:
-    """Saves a 2-layer Qwen3 (about 30k parameters) with the byte-level BPE tokenizer to `path`; returns the path."""
+QWEN3_TINY = dict(  # tiny: a training step in milliseconds on CPU
+    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+)
+
+
+def build_qwen3_model(path, seed: int = 0, **size) -> str:
+    """Saves a Qwen3 with the byte-level BPE tokenizer to `path` (by default 2 layers, about 30k parameters; `size`
+    overrides `QWEN3_TINY`'s fields, e.g. for `scripts/gpu_check.py`); returns the path."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = build_qwen3_tokenizer()
     torch.manual_seed(seed)
     config = Qwen3Config(
         vocab_size=len(tokenizer),
-        hidden_size=32,  # tiny: a training step in milliseconds on CPU
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
+        **{**QWEN3_TINY, **size},
         max_position_embeddings=512,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,

@@ -134,7 +134,7 @@ def run_exact(model_dir, out):
             args = LitePPOConfig(**train_args(
                 os.path.join(out, f"{mode}-{use_vllm}"), use_vllm=use_vllm, vllm_mode="colocate", max_steps=4,
                 per_device_train_batch_size=GROUP, num_generations=GROUP, steps_per_generation=2,
-                loss_aggregation=mode, overlong_filter=True, model_init_kwargs={"dtype": torch.float64},
+                loss_aggregation=mode, overlong_filter=True, model_init_kwargs={"dtype": torch.float64}, bf16=False,
             ))
             trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
                                      train_dataset=prompt_dataset(),

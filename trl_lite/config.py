@@ -59,9 +59,11 @@ class LitePPOConfig(GRPOConfig):
         overlong_filter (`bool`, *optional*, defaults to `False`):
             Exclude completions truncated at `max_completion_length` (no EOS) from the loss *and* from the advantage
             statistics: they get advantage 0 and shift no group or batch mean/std, while their rewards still show in
-            the reward metrics. TRL's `mask_truncated_completions` only removes them from the loss (their rewards
-            still move the other samples' advantages); `overlong_filter=True` turns it on as well. The paper finds it
-            helps at short maximum lengths (8k) but not at 20k (Takeaways 7-8).
+            the reward metrics. Truncated = `max_completion_length` tokens that do not end with EOS (vLLM's
+            `finish_reason="length"`). TRL's `mask_truncated_completions` only removes them from the loss (their
+            rewards still move the other samples' advantages), and by a rule ("the last token is neither EOS nor
+            padding") that also drops completions a stop string ended early. The paper finds the filter helps at
+            short maximum lengths (8k) but not at 20k (Takeaways 7-8).
         soft_overlong_punishment (`bool`, *optional*, defaults to `False`):
             Add DAPO's soft overlong punishment (TRL's `get_soft_overlong_punishment`) as an extra reward function with
             weight 1: 0 up to `max_completion_length - overlong_buffer_length` tokens, then falling linearly to -1 at
@@ -153,8 +155,8 @@ class LitePPOConfig(GRPOConfig):
     overlong_filter: bool = field(
         default=False,
         metadata={
-            "help": "Exclude truncated completions (no EOS) from the loss and from the advantage statistics (advantage "
-            "0). Stronger than `mask_truncated_completions`, which it turns on."
+            "help": "Exclude truncated completions (max_completion_length tokens without EOS) from the loss and from "
+            "the advantage statistics (advantage 0). Stronger than TRL's `mask_truncated_completions`."
         },
     )
     soft_overlong_punishment: bool = field(
@@ -278,8 +280,6 @@ class LitePPOConfig(GRPOConfig):
             raise ValueError(
                 f"reward_timeout={self.reward_timeout!r} is not supported; expected a number of seconds > 0, or None."
             )
-        if self.overlong_filter:
-            self.mask_truncated_completions = True  # the loss half of the filter is TRL's own masking
 
         super().__post_init__()
 

@@ -36,8 +36,8 @@ class LitePPOTrainer(
 
     - **Advantages** (`_generate_and_score_completions`): recomputed from the gathered rewards with
       [`~trl_lite.advantages.normalize_advantages`] at the configured mean/std levels. With `overlong_filter=True`,
-      truncated completions get advantage 0 and stay out of every mean and std (`_generate` records which are
-      truncated; TRL's `mask_truncated_completions` removes them from the loss).
+      truncated completions (`max_completion_length` tokens without a final EOS, recorded by `_generate`) get
+      advantage 0, stay out of every mean and std, and are masked out of the loss.
     - **Loss aggregation** (`_prepare_inputs`, `_compute_loss`): every mode is `sum_i w_i * sum_t m_it * l_it` with
       per-sequence weights `w` from [`~trl_lite.aggregation.sequence_weights`]. The weights are computed once per
       optimizer step from the loss-token counts of all its micro-batches on all processes, so the update does not
@@ -157,9 +157,12 @@ class LitePPOTrainer(
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):
         output = super()._generate(prompts)
-        # Same rule as TRL's `mask_truncated_completions`: truncated = the last token is neither EOS nor padding
-        eos_and_pad = {*self.eos_token_ids, self._tokenizer.pad_token_id}
-        truncated = [bool(ids) and ids[-1] not in eos_and_pad for ids in output[1]]  # output[1]: completion ids
+        # Truncated = cut by the length limit: `max_completion_length` tokens that do not end with EOS (vLLM's
+        # finish_reason "length"; transformers' generate likewise). TRL's `mask_truncated_completions` rule ("the
+        # last token is neither EOS nor padding") also flags completions that a stop string ended early, and misses
+        # one whose last sampled token is the padding token.
+        eos = set(self.eos_token_ids)
+        truncated = [bool(ids) and ids[-1] not in eos and len(ids) >= self.max_completion_length for ids in output[1]]
         self._lite_truncated = torch.tensor(truncated, dtype=torch.bool, device=self.accelerator.device)  # (B,)
         return output
 
@@ -213,6 +216,9 @@ class LitePPOTrainer(
             rewards[unscorable] = torch.nan
         correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
         local = self._process_slice(output["advantages"].shape[0])
+        if self.args.overlong_filter:  # out of the loss here, out of the statistics in `_set_advantages`
+            mask = output["completion_mask"]
+            output["completion_mask"] = mask * (~truncated[local]).unsqueeze(1).to(mask.dtype)
         output["lite_rewards"] = rewards[local]
         output["lite_truncated"] = truncated[local]
         output["lite_correct"] = correct[local]

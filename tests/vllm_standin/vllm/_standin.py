@@ -89,7 +89,7 @@ class LLM:
             raise ValueError(f"logprobs_mode={logprobs_mode!r}; expected one of {_LOGPROBS_MODES}")
         if not 0 < gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization={gpu_memory_utilization!r}; expected a fraction in (0, 1]")
-        self.model = AutoModelForCausalLM.from_pretrained(model, dtype="auto", trust_remote_code=trust_remote_code)
+        self.model = _load_unsharded(model, trust_remote_code)
         self.model.eval()
         self.tokenizer = AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
         self.logprobs_mode = logprobs_mode
@@ -237,6 +237,19 @@ class LLM:
             for token_id in torch.topk(token_logprobs, top).indices.tolist():
                 result.setdefault(token_id, entry(token_id))
         return result
+
+
+def _load_unsharded(path: str, trust_remote_code: bool):
+    """The model, whole: vLLM loads its own copy, never through transformers' DeepSpeed ZeRO-3 hooks (which would
+    partition it when the trainer runs under ZeRO-3)."""
+    from transformers.integrations import deepspeed
+
+    ref = deepspeed._hf_deepspeed_config_weak_ref
+    deepspeed._hf_deepspeed_config_weak_ref = None
+    try:
+        return AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
+    finally:
+        deepspeed._hf_deepspeed_config_weak_ref = ref
 
 
 def replay_tokens(prompt_ids: list[int], occurrence: int, tokenizer, max_tokens: int) -> list[int]:
