@@ -8,7 +8,8 @@ vLLM behaviours copied (vLLM 0.31 sources named per item):
   `RequestOutput` per prompt with `n` `CompletionOutput`s (`vllm/outputs.py`). A sequence that samples EOS (the
   tokenizer's and the generation config's EOS ids, unless `ignore_eos`) is finished with `finish_reason="stop"` and
   keeps the EOS id as its last token; one that reaches `max_tokens` is `finish_reason="length"` with exactly
-  `max_tokens` ids and no EOS (`vllm/v1/core/sched/utils.py: check_stop`).
+  `max_tokens` ids (or stops at `max_model_len`) and no EOS (`vllm/v1/core/sched/utils.py: check_stop`, which
+  checks the last token after appending it, so EOS stays in `token_ids`).
 - Sampling order (`vllm/v1/sample/sampler.py`): logits in float32, min-tokens (EOS masked), repetition penalty
   (prompt and output tokens: positive logits divided, negative multiplied), then greedy if temperature < 1e-5, else
   temperature, min_p, top-k / top-p (`vllm/v1/sample/ops/topk_topp_sampler.py`), and a draw.
@@ -24,9 +25,9 @@ vLLM behaviours copied (vLLM 0.31 sources named per item):
 - Weight sync: `llm_engine.model_executor.driver_worker.model_runner.model.load_weights([(name, tensor)])` takes
   Hugging Face parameter names; an unknown name raises (vLLM's loaders raise `KeyError` too). `reset_prefix_cache`.
 
-What it records for the tests: `events` (`("sync", step_marker)` per `reset_prefix_cache` after loads, `("generate",
-num_prompts)`), `loaded` (parameter names loaded since the last sleep) and `generation_weights` (a copy of the weights
-the last `generate` used).
+What it records for the tests: `events` (`("sync", names loaded)` at the `reset_prefix_cache` that follows loads,
+`("generate", num_prompts)`, `("sleep", level)`, `("wake_up", tags)`), `loaded` (parameter names loaded since the last
+level-2 sleep), `generation_weights` (a copy of the weights the last `generate` used) and `last_outputs`.
 """
 
 from __future__ import annotations
@@ -191,8 +192,10 @@ class LLM:
             cumulative += value
             if params.logprobs is not None:
                 logprobs.append(self._position_logprobs(token_logprobs, token, params.logprobs))
+            # vLLM's check_stop: EOS, then stop_token_ids (both "stop", the token kept), then the length limits
             stop = (token in self.eos_token_ids and not params.ignore_eos) or token in (params.stop_token_ids or [])
-            if stop or (forced is not None and position + 1 == len(forced)):
+            capped = len(prompt_ids) + len(tokens) >= self.llm_engine.model_config.max_model_len
+            if stop or capped or (forced is not None and position + 1 == len(forced)):
                 finish = "stop" if stop else "length"
                 break
             out = self.model(input_ids=torch.tensor([[token]], device=device), past_key_values=past, use_cache=True)
