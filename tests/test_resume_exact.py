@@ -175,3 +175,17 @@ def test_killed_while_writing_a_checkpoint_resumes_from_the_one_before(tmp_path)
     resumed = _main_job(killed, "--resume_from_checkpoint", "true", args=KILL_ARGS)
     assert f"[resume] continuing from {killed / 'checkpoint-3'}" in resumed.stderr
     assert _finished_weights_match(full, killed) < 1e-6
+
+
+def test_a_buffer_for_another_steps_per_generation_is_dropped_with_a_warning(tiny_model_dir, tmp_path, caplog):
+    args = LitePPOConfig(**train_args(tmp_path / "a", steps_per_generation=2, max_steps=1, save_strategy="steps",
+                                      save_steps=1))
+    LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
+                   train_dataset=prompt_dataset()).train()
+    args = LitePPOConfig(**train_args(tmp_path / "b", max_steps=3))  # steps_per_generation 1 now
+    trainer = LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
+                             train_dataset=prompt_dataset())
+    with caplog.at_level("WARNING", logger="trl_lite"):
+        trainer.train(resume_from_checkpoint=str(tmp_path / "a" / "checkpoint-1"))
+    assert trainer.state.global_step == 3
+    assert "holds a generation batch of 2 micro-batches, this run has steps_per_generation=1" in caplog.text

@@ -164,6 +164,14 @@ class ExactResumeMixin:
                 state["world_size"], self.accelerator.num_processes,
             )
             return
-        self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
+        buffered = state["buffered_inputs"]
+        if buffered is not None and len(buffered) != self.args.steps_per_generation:
+            logger.warning(
+                "resume: %s holds a generation batch of %d micro-batches, this run has steps_per_generation=%d; it is "
+                "dropped and a fresh batch is generated, so the run is not the uninterrupted one.", checkpoint,
+                len(buffered), self.args.steps_per_generation,
+            )
+            buffered = None
+        self._step, self._buffered_inputs = state["step"], buffered
         self._load_dynamic_sampling_state(state["dynamic_sampling"])
         self._load_diagnostics_state(state["diagnostics"])

@@ -147,8 +147,8 @@ class RewardFaultsMixin:
         self._lite_warned_rewards: set[str] = set()
 
     def _contain_reward_faults(self, rewards_per_func: torch.Tensor, prompts: list, completions: list) -> None:
-        """Applies `on_reward_error` to the faults the reward guards recorded in this call (see
-        trl_lite/reward_faults.py), on every process alike; under "skip" the touched rows become NaN (unscorable)."""
+        """Applies `on_reward_error` to the faults the reward guards recorded in this call, on every process alike (the
+        faults are gathered like the rewards); under "skip" the touched rows become NaN (unscorable)."""
         local = self._process_slice(len(prompts))
         faults = {}
         for i, func in enumerate(self.reward_funcs):
