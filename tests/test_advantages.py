@@ -126,3 +126,30 @@ def test_registry_accepts_new_entries_and_refuses_duplicates():
 def test_bad_shape_is_refused():
     with pytest.raises(ValueError, match="divisible by group_size=3"):
         normalize_advantages(REWARDS, 3)
+
+
+@pytest.mark.parametrize("std", ["group", "batch", "none"])
+@pytest.mark.parametrize("mean", ["group", "batch"])
+def test_reward_scale_0_1_vs_minus1_1(mean, std):
+    # Takeaway 1's reward-scale half ({0,1} vs {-1,1}) cannot show with binary rewards under a centring mean: with
+    # r' = 2r - 1, mu' = 2mu - 1 and sigma' = 2sigma, so A' = (r' - mu') / (sigma' + eps) = (r - mu) / (sigma + eps/2).
+    # Dividing by a std, A' equals A up to the epsilon: |A' - A| = |r - mu| * (eps/2) / ((sigma + eps)(sigma + eps/2)).
+    # Without a std, A' = 2A exactly (the scale is the learning rate's business).
+    eps = 1e-4
+    plain = normalize_advantages(REWARDS, 4, mean=mean, std=std, eps=eps)
+    signed = normalize_advantages(2 * REWARDS - 1, 4, mean=mean, std=std, eps=eps)
+    if std == "none":
+        torch.testing.assert_close(signed, 2 * plain, rtol=0, atol=1e-12)
+    else:
+        expected = normalize_advantages(REWARDS, 4, mean=mean, std=std, eps=eps / 2)
+        torch.testing.assert_close(signed, expected, rtol=0, atol=1e-12)
+        # gap = |A| (eps/2) / (sigma + eps/2) <= 1.5 * 5e-5 / 0.5 = 1.5e-4 (|r - mu| <= 0.75, smallest sigma 0.5)
+        assert 1e-6 < (signed - plain).abs().max() < 1.5e-4
+
+
+def test_reward_scale_matters_without_a_mean():
+    # With advantage_mean="none" nothing removes the offset: {-1,1} turns every failure into a negative advantage
+    # where {0,1} gave 0. Sample 1 (reward 0): A = 0 with {0,1}, A = -1 with {-1,1} (std none).
+    plain = normalize_advantages(REWARDS, 4, mean="none", std="none")
+    signed = normalize_advantages(2 * REWARDS - 1, 4, mean="none", std="none")
+    assert plain[1].item() == 0.0 and signed[1].item() == -1.0
