@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,22 +19,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from tests.resume_run import SETTINGS  # noqa: E402
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.test_multiprocess import torchrun  # noqa: E402
 
 
 def run(setting: str, processes: int, model_dir: str, work: str) -> dict:
     out = os.path.join(work, f"{setting}-{processes}")
     script = os.path.join(ROOT, "tests", "resume_run.py")
-    launcher = [sys.executable] if processes == 1 else [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_addr",
-        "127.0.0.1", "--master_port", str(_port())]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([*launcher, script, model_dir, out, setting], env=env, capture_output=True, text=True)
+    done = subprocess.run([*([sys.executable] if processes == 1 else torchrun(processes)), script, model_dir, out, setting], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{setting} on {processes} process(es) failed:\n{done.stderr[-3000:]}")
     with open(os.path.join(out, "result.json")) as f:

@@ -108,12 +108,13 @@ def main(model_dir: str, out_dir: str, setting: str, resume_step: str | None = N
     params, logs, losses = _params(resumed), _logs(resumed, step), _losses(resumed, step)
     if not resumed.accelerator.is_main_process:
         return
+    start = _initial_params(model_dir)
     result = {
         "setting": setting,
         "world": resumed.accelerator.num_processes,
         "resume_step": step,
         "weights": max((params[k] - full_params[k]).abs().max().item() for k in params),
-        "trained": max((full_params[k] - snapshot_start(model_dir)[k]).abs().max().item() for k in params),
+        "trained": max((full_params[k] - start[k]).abs().max().item() for k in params),
         "losses": max((abs(losses[s] - full_losses[s]) for s in full_losses), default=math.inf)
         if set(losses) == set(full_losses) else math.inf,
         "logged": _largest_difference(full_logs, logs),
@@ -143,7 +144,7 @@ def _clipped_rows(output_dir: str, after: int) -> list[dict]:
         return [row for row in map(json.loads, f) if row["step"] > after]
 
 
-def snapshot_start(model_dir):
+def _initial_params(model_dir):
     from transformers import AutoModelForCausalLM
 
     return snapshot(AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float64))

@@ -20,11 +20,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def torchrun(processes: int) -> list[str]:
+    """The command prefix that runs a script on `processes` CPU processes with torchrun (gloo), with an explicit free
+    port (torchrun's `--master_port 0` hangs at rendezvous here)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_addr",
+            "127.0.0.1", "--master_port", str(_free_port())]
+
+
 def _launch(nproc, model_dir, out, mode, backend="ddp"):
-    # an explicit free port: torchrun's `--master_port 0` hangs at rendezvous here
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--master_addr",
-           "127.0.0.1", "--master_port", str(_free_port()),
-           os.path.join(ROOT, "tests", "dist_run.py"), model_dir, str(out), mode, backend]
+    cmd = [*torchrun(nproc), os.path.join(ROOT, "tests", "dist_run.py"), model_dir, str(out), mode, backend]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]

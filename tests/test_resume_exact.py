@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tests import resume_run
-from tests.test_multiprocess import _free_port
+from tests.test_multiprocess import torchrun
 from tests.test_resume import MAIN_ARGS, ROOT, _logged_steps, _main_job, _weights
 from tests.tiny import prompt_dataset, reward_digit_count, train_args
 from trl_lite import LitePPOConfig, LitePPOTrainer
@@ -66,9 +66,7 @@ def test_the_diagnostics_window_continues_across_a_resume(tiny_model_dir, tmp_pa
 def test_resume_is_exact_on_two_processes(tiny_model_dir, tmp_path):
     # the dapo recipe in the middle of a generation cycle, on 2 processes (torchrun, gloo): every process restores its
     # own buffer, refill sampler and diagnostics window (before: weights differed by 2.7e-2)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), os.path.join(ROOT, "tests", "resume_run.py"), tiny_model_dir,
-           str(tmp_path), "dapo"]
+    cmd = [*torchrun(2), os.path.join(ROOT, "tests", "resume_run.py"), tiny_model_dir, str(tmp_path), "dapo"]
     result = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT},
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -80,12 +78,23 @@ def test_resume_is_exact_on_two_processes(tiny_model_dir, tmp_path):
         assert os.path.isfile(tmp_path / "full" / "checkpoint-1" / PROCESS_STATE.format(process=process))
 
 
+def _trainer(model_dir, output_dir, **fields) -> LitePPOTrainer:
+    return LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count,
+                          args=LitePPOConfig(**train_args(output_dir, **fields)), train_dataset=prompt_dataset())
+
+
+def _resume_logging_warnings(trainer, checkpoint, caplog) -> str:
+    with caplog.at_level("WARNING", logger="trl_lite"):
+        trainer.train(resume_from_checkpoint=str(checkpoint))
+    return caplog.text
+
+
+EVERY_STEP = dict(save_strategy="steps", save_steps=1)
+
+
 def test_checkpoint_keeps_the_buffer_only_in_the_middle_of_a_cycle(tiny_model_dir, tmp_path):
     # steps_per_generation=2: the checkpoint after step 1 needs the batch step 2 trains on; after step 2 nothing
-    args = LitePPOConfig(**train_args(tmp_path, steps_per_generation=2, max_steps=2, save_strategy="steps",
-                                      save_steps=1))
-    trainer = LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
-                             train_dataset=prompt_dataset())
+    trainer = _trainer(tiny_model_dir, tmp_path, steps_per_generation=2, max_steps=2, **EVERY_STEP)
     trainer.train()
     middle = load_process_state(str(tmp_path / "checkpoint-1"), 0)
     end = load_process_state(str(tmp_path / "checkpoint-2"), 0)
@@ -98,17 +107,12 @@ def test_checkpoint_keeps_the_buffer_only_in_the_middle_of_a_cycle(tiny_model_di
 
 def test_checkpoint_without_trl_lite_state_resumes_with_a_warning(tiny_model_dir, tmp_path, caplog):
     # a checkpoint written by TRL's GRPOTrainer (or an older trl-lite): the run resumes as TRL would, and says so
-    args = LitePPOConfig(**train_args(tmp_path / "a", max_steps=1, save_strategy="steps", save_steps=1))
-    LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
-                   train_dataset=prompt_dataset()).train()
+    _trainer(tiny_model_dir, tmp_path / "a", max_steps=1, **EVERY_STEP).train()
     os.remove(tmp_path / "a" / "checkpoint-1" / PROCESS_STATE.format(process=0))
-    args = LitePPOConfig(**train_args(tmp_path / "b", max_steps=2))
-    trainer = LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
-                             train_dataset=prompt_dataset())
-    with caplog.at_level("WARNING", logger="trl_lite"):
-        trainer.train(resume_from_checkpoint=str(tmp_path / "a" / "checkpoint-1"))
+    trainer = _trainer(tiny_model_dir, tmp_path / "b", max_steps=2)
+    warnings = _resume_logging_warnings(trainer, tmp_path / "a" / "checkpoint-1", caplog)
     assert trainer.state.global_step == 2
-    assert "has no trl-lite state for process 0" in caplog.text
+    assert "has no trl-lite state for process 0" in warnings
 
 
 # ------------------------------------------------------------------ hard kills, end to end through the main job
@@ -178,14 +182,8 @@ def test_killed_while_writing_a_checkpoint_resumes_from_the_one_before(tmp_path)
 
 
 def test_a_buffer_for_another_steps_per_generation_is_dropped_with_a_warning(tiny_model_dir, tmp_path, caplog):
-    args = LitePPOConfig(**train_args(tmp_path / "a", steps_per_generation=2, max_steps=1, save_strategy="steps",
-                                      save_steps=1))
-    LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
-                   train_dataset=prompt_dataset()).train()
-    args = LitePPOConfig(**train_args(tmp_path / "b", max_steps=3))  # steps_per_generation 1 now
-    trainer = LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
-                             train_dataset=prompt_dataset())
-    with caplog.at_level("WARNING", logger="trl_lite"):
-        trainer.train(resume_from_checkpoint=str(tmp_path / "a" / "checkpoint-1"))
+    _trainer(tiny_model_dir, tmp_path / "a", steps_per_generation=2, max_steps=1, **EVERY_STEP).train()
+    trainer = _trainer(tiny_model_dir, tmp_path / "b", max_steps=3)  # steps_per_generation 1 now
+    warnings = _resume_logging_warnings(trainer, tmp_path / "a" / "checkpoint-1", caplog)
     assert trainer.state.global_step == 3
-    assert "holds a generation batch of 2 micro-batches, this run has steps_per_generation=1" in caplog.text
+    assert "holds a generation batch of 2 micro-batches, this run has steps_per_generation=1" in warnings

@@ -9,12 +9,11 @@ import logging
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 import torch
 
-from tests.test_multiprocess import _free_port
+from tests.test_multiprocess import torchrun
 from tests.tiny import RecordingTrainer, prompt_dataset, reward_digit_count, snapshot, train_args
 from trl_lite import LitePPOConfig, LitePPOTrainer
 from trl_lite.reward_faults import RewardFunctionError
@@ -117,24 +116,16 @@ def test_skip_makes_the_batch_unscorable_counts_it_and_warns_once(tiny_model_dir
     assert "Traceback" in warnings[0].getMessage() and "ConnectionError: judge down" in warnings[0].getMessage()
 
 
-def test_skip_drops_only_the_non_finite_samples_from_the_statistics(tiny_model_dir, tmp_path):
-    trainer = _trainer(tiny_model_dir, tmp_path, [inf_third], cls=RecordingTrainer, max_steps=1,
-                       on_reward_error="skip")
+@pytest.mark.parametrize("func, errors", [(inf_third, [1]), (none_third, [0])], ids=["inf", "none"])
+def test_skip_drops_only_the_unscorable_samples_from_the_statistics(tiny_model_dir, tmp_path, func, errors):
+    # inf is a fault, counted; TRL's None (unscorable by the function's choice) keeps its meaning and is not an error.
+    # Either way the sample is out of the statistics, so both give the same advantages.
+    trainer = _trainer(tiny_model_dir, tmp_path, [func], cls=RecordingTrainer, max_steps=1, on_reward_error="skip")
     trainer.train()
-    assert _logged(trainer, "rewards/inf_third/errors") == [1]
+    assert _logged(trainer, f"rewards/{func.__name__}/errors") == errors
     # Counted rewards [1, -, 0, 0]: group mean 1/3; batch std (one group) of [1, 0, 0] = sqrt(((2/3)^2 + 2 (1/3)^2) / 2)
     # = sqrt(1/3) = 0.57735, + advantage_epsilon 1e-4. Advantages: (2/3) / 0.57745 = 1.15450, 0 (unscorable),
     # (-1/3) / 0.57745 = -0.57725 twice.
-    torch.testing.assert_close(trainer.rounds[0]["advantages"],
-                               torch.tensor([1.15450, 0.0, -0.57725, -0.57725]), atol=1e-4, rtol=0)
-
-
-def test_none_is_not_a_fault(tiny_model_dir, tmp_path):
-    # TRL's None (unscorable by the function's choice) keeps its meaning and is not counted as an error
-    trainer = _trainer(tiny_model_dir, tmp_path, [none_third], cls=RecordingTrainer, max_steps=1,
-                       on_reward_error="skip")
-    trainer.train()
-    assert _logged(trainer, "rewards/none_third/errors") == [0]
     torch.testing.assert_close(trainer.rounds[0]["advantages"],
                                torch.tensor([1.15450, 0.0, -0.57725, -0.57725]), atol=1e-4, rtol=0)
 
@@ -195,8 +186,7 @@ LitePPOTrainer(model={model!r}, reward_funcs=fails_on_rank_1, args=args, train_d
 def test_a_fault_on_one_process_stops_every_process(tiny_model_dir, tmp_path):
     script = tmp_path / "run.py"
     script.write_text(_TWO_PROCESSES.format(root=ROOT, out=str(tmp_path / "out"), model=tiny_model_dir))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), str(script)]
+    cmd = [*torchrun(2), str(script)]
     result = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
                             timeout=300)  # a hang (one process waiting in a collective) would time out here
     assert result.returncode != 0

@@ -18,7 +18,7 @@ import tomllib
 
 import pytest
 
-from tests.test_multiprocess import _free_port
+from tests.test_multiprocess import torchrun
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STANDIN = os.path.join(ROOT, "tests", "vllm_standin")
@@ -26,13 +26,10 @@ STANDIN = os.path.join(ROOT, "tests", "vllm_standin")
 
 def _run(model_dir, out, scenario, processes=1, backend="ddp"):
     script = os.path.join(ROOT, "tests", "vllm_run.py")
-    launcher = [sys.executable] if processes == 1 else [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_addr",
-        "127.0.0.1", "--master_port", str(_free_port())]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, STANDIN]), "OMP_NUM_THREADS": "1",
            "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     env.pop("VLLM_STANDIN_REPLAY", None)
-    done = subprocess.run([*launcher, script, model_dir, str(out), scenario, backend], env=env, capture_output=True,
+    done = subprocess.run([*([sys.executable] if processes == 1 else torchrun(processes)), script, model_dir, str(out), scenario, backend], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     with open(out / "result.json") as f:
