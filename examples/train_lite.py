@@ -1,8 +1,9 @@
 """Train a policy with Lite PPO (arXiv 2508.08221), from a CPU laptop to multi-GPU clusters.
 
-With no arguments, this runs offline on CPU in a few minutes: the small policy shipped in the package (a character
-model taught the answer format by SFT, see `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with
-Lite PPO, and held-out accuracy on the hard level is printed before and after training (greedy and sampled):
+With no arguments, this runs offline on CPU in a few minutes: the base-like SUM-k policy shipped in the package (a
+0.9M-parameter model taught mixed answer formats by SFT, see `scripts/build_lab_policies.py` and `trl_lite/lab`)
+learns SUM-k (sums of 2-6 digits, `trl_lite/tasks/sumk.py`) with Lite PPO, and prints a before/after table of
+held-out accuracy, greedy and sampled (`--task arithmetic` runs the older 3-digit addition task instead):
 
     python examples/train_lite.py
     accelerate launch examples/train_lite.py
@@ -41,19 +42,15 @@ from dataclasses import dataclass, field
 
 import torch
 from datasets import load_dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, ProgressCallback
 from transformers.integrations import is_deepspeed_zero3_enabled
 from trl import ModelConfig, TrlParser, get_peft_config
 
 from trl_lite import LitePPOConfig, LitePPOTrainer
 from trl_lite.hub import HubPushError
 from trl_lite.data import chat_prompt
-from trl_lite.tasks.arithmetic import (
-    arithmetic_dataset,
-    embedded_policy_path,
-    exact_answer_reward,
-    pass_rate,
-)
+from trl_lite.tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
+from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path
 from trl_lite.checkpoints import resolve_resume
 from trl_lite.recipes import apply_recipe_defaults
 from trl_lite.rewards import REWARDS
@@ -75,8 +72,22 @@ class ScriptArguments:
         default="exact_answer",
         metadata={"help": f"Comma-separated reward names, among {REWARDS.names()}."},
     )
-    train_levels: str = field(default="medium,hard", metadata={"help": "Built-in task: levels to train on."})
-    eval_level: str = field(default="hard", metadata={"help": "Built-in task: held-out level reported before/after."})
+    task: str = field(
+        default="sumk",
+        metadata={"help": "Built-in task when dataset_name is unset: 'sumk' (SUM-k with the base-like policy) or "
+                          "'arithmetic' (3-digit additions with the embedded character policy).",
+                  "choices": ["sumk", "arithmetic"]},
+    )
+    train_levels: str = field(default="medium,hard", metadata={"help": "Arithmetic task: levels to train on."})
+    eval_level: str = field(default="hard", metadata={"help": "Arithmetic task: held-out level reported before/after."})
+    eval_problems: int = field(default=500, metadata={"help": "Built-in task: held-out problems reported before/after."})
+
+
+class QuietProgress(ProgressCallback):
+    """The progress bar without the metric dictionaries it prints at each log."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        pass
 
 
 ################
@@ -107,12 +118,19 @@ def prepare_dataset(script_args: ScriptArguments, split: str):
     return dataset.map(to_schema, remove_columns=dataset.column_names)
 
 
-def report_accuracy(trainer, tokenizer, eval_set, label: str):
-    greedy = pass_rate(trainer.model, tokenizer, eval_set, greedy=True)
-    sampled = pass_rate(trainer.model, tokenizer, eval_set, greedy=False)
-    if trainer.accelerator.is_main_process:
-        print(f"[{label}] held-out accuracy on {len(eval_set)} problems: greedy {greedy:.3f}, sampled {sampled:.3f}")
-    return {"greedy": greedy, "sampled": sampled}
+def held_out_accuracy(trainer, tokenizer, eval_set) -> dict[str, float]:
+    """Greedy and sampled (one completion at temperature 1 per problem) accuracy on the held-out problems."""
+    budget = trainer.args.max_completion_length
+    return {kind: pass_rate(trainer.model, tokenizer, eval_set, greedy=kind == "greedy", max_new_tokens=budget)
+            for kind in ("greedy", "sampled")}
+
+
+def print_table(name: str, size: int, before: dict, after: dict) -> None:
+    print(f"\nheld-out accuracy on {size} {name} problems (sampled: 1 completion at temperature 1 each)")
+    print(f"{'':8}{'greedy':>9}{'sampled':>9}")
+    print(f"{'before':8}{before['greedy']:>9.3f}{before['sampled']:>9.3f}")
+    print(f"{'after':8}{after['greedy']:>9.3f}{after['sampled']:>9.3f}")
+    print(f"{'change':8}{after['greedy'] - before['greedy']:>+9.3f}{after['sampled'] - before['sampled']:>+9.3f}")
 
 
 def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args: ModelConfig):
@@ -121,10 +139,15 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     builtin = script_args.dataset_name is None
     # Under ZeRO-3 the weights are sharded until training starts, so the before/after report is left out.
     report = builtin and not is_deepspeed_zero3_enabled()
-    if builtin:
+    if builtin and script_args.task == "sumk":
+        train_set = sumk_dataset(20_000, split="train", seed=training_args.seed)
+        eval_set = sumk_dataset(script_args.eval_problems, split="test", seed=0)
+        datasets, task_name = ["trl-lite built-in SUM-k task"], "SUM-k"
+    elif builtin:
         train_set = arithmetic_dataset(script_args.train_levels, split="train", seed=training_args.seed)
-        eval_set = arithmetic_dataset(script_args.eval_level, split="test", num_per_level=200, seed=0)
-        datasets = ["trl-lite built-in arithmetic task"]
+        eval_set = arithmetic_dataset(script_args.eval_level, split="test", num_per_level=script_args.eval_problems,
+                                      seed=0)
+        datasets, task_name = ["trl-lite built-in arithmetic task"], f"arithmetic/{script_args.eval_level}"
     else:
         train_set = prepare_dataset(script_args, script_args.dataset_train_split)
         eval_set = prepare_dataset(script_args, script_args.dataset_test_split) if script_args.dataset_test_split else None
@@ -137,7 +160,8 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     ################
     # Model
     ################
-    model_id = model_args.model_name_or_path or embedded_policy_path()
+    model_id = model_args.model_name_or_path or (
+        embedded_policy_path() if script_args.task == "arithmetic" else sumk_policy_path("base"))
     tokenizer = AutoTokenizer.from_pretrained(model_id, revision=model_args.model_revision)
     model = AutoModelForCausalLM.from_pretrained(
         model_id,
@@ -159,15 +183,20 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
         peft_config=get_peft_config(model_args),
     )
     trainer.card_datasets = datasets
-    before = report_accuracy(trainer, tokenizer, eval_set, "before") if report else None
+    before = held_out_accuracy(trainer, tokenizer, eval_set) if report else None
+    if report:  # the before/after table is what this run prints; every step's metrics stay in trainer_state.json
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(QuietProgress())
     if checkpoint is not None and trainer.accelerator.is_main_process:
         print(f"[resume] continuing from {checkpoint}", file=sys.stderr)
     trainer.train(resume_from_checkpoint=checkpoint)
     if report:
-        after = report_accuracy(trainer, tokenizer, eval_set, "after")
+        after = held_out_accuracy(trainer, tokenizer, eval_set)
+        if trainer.accelerator.is_main_process:
+            print_table(task_name, len(eval_set), before, after)
         trainer.evaluation_results = {
-            f"arithmetic/{script_args.eval_level} {kind} accuracy": f"{before[kind]:.3f} -> {after[kind]:.3f}"
-            for kind in ("greedy", "sampled")
+            f"{task_name} {kind} accuracy": f"{before[kind]:.3f} -> {after[kind]:.3f}" for kind in ("greedy", "sampled")
         }
 
     ################
@@ -183,22 +212,38 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
         sys.exit(1)
 
 
-# Small settings for the no-argument CPU run: the embedded policy, 8 completions per prompt, short answers.
+# Small settings for the no-argument CPU run: the base-like SUM-k policy, 8 prompts x 8 completions per generation
+# batch trained in 2 optimizer steps, up to 96 tokens per completion.
 CPU_DEFAULTS = [
-    "--output_dir", "runs/train_lite", "--max_steps", "200", "--per_device_train_batch_size", "64",
-    "--num_generations", "8", "--max_completion_length", "14", "--learning_rate", "1e-4", "--temperature", "1.0",
-    "--logging_steps", "20", "--report_to", "none", "--save_strategy", "no", "--bf16", "false",
-    "--lr_scheduler_type", "constant", "--seed", "0",
+    "--output_dir", "runs/train_lite", "--max_steps", "60", "--per_device_train_batch_size", "32",
+    "--steps_per_generation", "2", "--num_generations", "8", "--max_completion_length", "96",
+    "--learning_rate", "2e-4", "--temperature", "1.0", "--logging_steps", "5", "--report_to", "none",
+    "--save_strategy", "no", "--bf16", "false", "--lr_scheduler_type", "constant", "--seed", "0",
 ]
+# `--task arithmetic` alone: the older 3-digit addition run (answers of at most 14 tokens, one optimizer step per batch)
+ARITHMETIC_DEFAULTS = ["--max_steps", "200", "--per_device_train_batch_size", "64", "--steps_per_generation", "1",
+                       "--max_completion_length", "14", "--learning_rate", "1e-4", "--logging_steps", "20"]
+
+
+def _only(argv: list[str], flags: tuple[str, ...]) -> bool:
+    """Whether argv holds nothing but `--flag VALUE` / `--flag=VALUE` pairs of the given flags."""
+    i = 0
+    while i < len(argv):
+        name = argv[i].split("=", 1)[0]
+        if name not in flags:
+            return False
+        i += 1 if "=" in argv[i] else 2
+    return i == len(argv)
 
 
 def parse_cli(argv: list[str]):
-    """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME`) is the
-    CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
+    """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME` and/or
+    `--task NAME`) is the CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    only_recipe = (argv[:1] == ["--recipe"] and len(argv) == 2) or (len(argv) == 1 and argv[0].startswith("--recipe="))
-    if not argv or only_recipe:  # the CPU run, optionally with a recipe
-        argv = CPU_DEFAULTS + ([] if torch.cuda.is_available() else ["--use_cpu"]) + argv
+    if _only(argv, ("--recipe", "--task")):  # the CPU run, optionally with a recipe or the arithmetic task
+        arithmetic = "arithmetic" in argv or "--task=arithmetic" in argv
+        argv = CPU_DEFAULTS + (ARITHMETIC_DEFAULTS if arithmetic else []) + (
+            [] if torch.cuda.is_available() else ["--use_cpu"]) + argv
     apply_recipe_defaults(parser, argv)
     return parser.parse_args_and_config(args=argv)
 

@@ -24,9 +24,9 @@ _spec.loader.exec_module(train_lite)
 
 
 def _args(output_dir, *extra):
-    # The CPU defaults, shortened: 2 optimizer steps are enough to exercise the whole pipeline.
+    # The CPU defaults, shortened: 2 optimizer steps and 50 held-out problems exercise the whole pipeline.
     argv = [*train_lite.CPU_DEFAULTS, "--use_cpu", "--max_steps", "2", "--logging_steps", "1",
-            "--output_dir", str(output_dir), *extra]
+            "--eval_problems", "50", "--output_dir", str(output_dir), *extra]
     return TrlParser((train_lite.ScriptArguments, LitePPOConfig, ModelConfig)).parse_args_and_config(args=argv)
 
 
@@ -42,8 +42,15 @@ def _assert_rows(card: str, rows: dict):
 def test_default_run(tmp_path, capsys):
     train_lite.main(*_args(tmp_path))
     out = capsys.readouterr().out
-    assert "[before] held-out accuracy on 200 problems: greedy" in out
-    assert "[after] held-out accuracy on 200 problems: greedy" in out
+    # the before/after table, and no metric dictionaries
+    assert "held-out accuracy on 50 SUM-k problems" in out
+    lines = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.split()[:1] in
+             (["before"], ["after"], ["change"])}
+    assert set(lines) == {"before", "after", "change"}
+    for kind in (0, 1):  # greedy, sampled: the change is after - before
+        assert float(lines["change"][kind]) == pytest.approx(float(lines["after"][kind]) - float(lines["before"][kind]),
+                                                             abs=2e-3)
+    assert "'loss'" not in out and "{'" not in out
     assert os.path.exists(tmp_path / "model.safetensors")
     card = _card(tmp_path)
     _assert_rows(card, {  # the settings actually used, and what happened
@@ -53,8 +60,8 @@ def test_default_run(tmp_path, capsys):
         "overlong filter": False,
         "optimizer steps": "2 of 2",
     })
-    assert "trl-lite built-in arithmetic task" in card
-    assert "arithmetic/hard greedy accuracy" in card  # the before -> after figures
+    assert "trl-lite built-in SUM-k task" in card
+    assert "SUM-k greedy accuracy" in card  # the before -> after figures
     assert "2508.08221" in card and "lite-ppo" in card
 
 
@@ -148,7 +155,7 @@ def _torchrun(tmp_path, *extra):
 @pytest.mark.slow
 def test_ddp_two_processes(tmp_path):
     result = _torchrun(tmp_path)
-    assert result.stdout.count("[after] held-out accuracy") == 1  # printed by the main process only
+    assert result.stdout.count("held-out accuracy on") == 1  # printed by the main process only
     assert "| global batch (completions per optimizer step) | 64 |" in _card(tmp_path / "out")
 
 
@@ -205,7 +212,11 @@ def test_recipe_flag_runs_the_cpu_job_with_dapo(tmp_path):
     script_args, training_args, model_args = train_lite.parse_cli(["--recipe", "dapo"])
     assert (training_args.recipe, training_args.dynamic_sampling, training_args.soft_overlong_punishment) == (
         "dapo", True, True)
-    assert (training_args.max_steps, training_args.max_completion_length) == (200, 14)  # the CPU defaults
+    assert (training_args.max_steps, training_args.max_completion_length) == (60, 96)  # the CPU defaults (SUM-k)
+    assert script_args.task == "sumk"
+    # `--task arithmetic` alone: the older addition run, with its own lengths
+    _, arithmetic, _ = train_lite.parse_cli(["--task", "arithmetic", "--recipe", "dapo"])
+    assert (arithmetic.max_steps, arithmetic.max_completion_length, arithmetic.recipe) == (200, 14, "dapo")
     training_args.max_steps, training_args.output_dir = 2, str(tmp_path)  # 2 steps are enough to go end to end
     train_lite.main(script_args, training_args, model_args)
     card = (tmp_path / "README.md").read_text()

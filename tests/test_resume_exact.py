@@ -119,7 +119,8 @@ def test_checkpoint_without_trl_lite_state_resumes_with_a_warning(tiny_model_dir
 # The built-in task with the dapo recipe, steps_per_generation=2 (checkpoints at odd steps are mid-cycle) and a
 # checkpoint every 3 steps; 12 steps, so a kill lands well before the end.
 KILL_ARGS = [*MAIN_ARGS[MAIN_ARGS.index("--per_device_train_batch_size"):], "--max_steps", "12", "--save_strategy",
-             "steps", "--save_steps", "3", "--recipe", "dapo", "--steps_per_generation", "2"]
+             "steps", "--save_steps", "3", "--recipe", "dapo", "--steps_per_generation", "2", "--task", "arithmetic",
+             "--eval_problems", "50"]
 
 
 def _finished_weights_match(full, resumed_dir):

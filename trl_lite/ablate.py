@@ -65,10 +65,15 @@ def _accuracy_key(reward_name: str) -> str:
 def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: str | None = None,
             dataset: str | None = None, reward_funcs: list[str] | None = None, overrides: dict | None = None,
             eval_problems: int = 100, progress: bool = True, save_steps: int = 0,
-            resume_from_checkpoint: str | None = None) -> dict:
+            resume_from_checkpoint: str | None = None, folder: str | None = None, train_set=None,
+            settings: dict | None = None, trainer_cls=None, evaluate=None, desc: str | None = None) -> dict:
     """Trains one recipe with one seed; writes `metrics.jsonl` and `result.json` into its run folder; returns the
     result. `resume_from_checkpoint` (a checkpoint of this run) continues the run from there instead of starting
-    over; `save_steps > 0` writes a checkpoint every `save_steps` steps (only the last is kept)."""
+    over; `save_steps > 0` writes a checkpoint every `save_steps` steps (only the last is kept).
+
+    For other runners (`trl_lite.lab`): `folder` replaces the run folder, `train_set` the dataset, `settings` the
+    built-in task's settings, `trainer_cls` `LitePPOTrainer` (a subclass), and `evaluate(trainer, tokenizer) -> dict`
+    the built-in held-out score (its result is stored under `"eval"`); `desc` labels the progress bar."""
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
@@ -80,7 +85,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
     from .trainer import LitePPOTrainer
 
-    folder = run_dir(output_dir, recipe, seed)
+    folder = folder or run_dir(output_dir, recipe, seed)
     metrics_path = os.path.join(folder, "metrics.jsonl")
     if resume_from_checkpoint is None:
         shutil.rmtree(folder, ignore_errors=True)  # an unfinished run starts over
@@ -91,14 +96,16 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
         kept = [row for row in read_metrics(metrics_path) if row["step"] <= step]
         with open(metrics_path, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(row) + "\n" for row in kept)
-    builtin = dataset is None
+    builtin = dataset is None and train_set is None
     saving = {"save_strategy": "steps", "save_steps": save_steps, "save_total_limit": 1} if save_steps > 0 else {}
-    settings = {**(BUILTIN_SETTINGS if builtin else {}), **COMMON_SETTINGS, **saving, "max_steps": max_steps,
+    settings = {**(BUILTIN_SETTINGS if builtin else settings or {}), **COMMON_SETTINGS, **saving, "max_steps": max_steps,
                 "seed": seed, "output_dir": folder, "bf16": False, "use_cpu": not torch.cuda.is_available(),
                 **(overrides or {})}
     args = LitePPOConfig.from_recipe(recipe, **settings)
     if builtin:
         train_set = arithmetic_dataset("medium,hard", split="train", seed=seed)
+        names = reward_funcs or ["exact_answer"]
+    elif train_set is not None:
         names = reward_funcs or ["exact_answer"]
     else:
         train_set = load_source(dataset) if dataset in SOURCES else _read_local(dataset)
@@ -112,7 +119,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
         """Appends every log to metrics.jsonl and shows the run's progress (instead of printing each log)."""
 
         def on_train_begin(self, args, state, control, **kwargs):
-            self.bar = tqdm(total=state.max_steps, desc=f"{recipe} seed {seed}", unit="step", leave=False,
+            self.bar = tqdm(total=state.max_steps, desc=desc or f"{recipe} seed {seed}", unit="step", leave=False,
                             disable=not progress or not state.is_world_process_zero, file=sys.stderr,
                             initial=state.global_step)
 
@@ -127,7 +134,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
                 with open(metrics_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
 
-    trainer = LitePPOTrainer(model=policy, reward_funcs=funcs, args=args, train_dataset=train_set,
+    trainer = (trainer_cls or LitePPOTrainer)(model=policy, reward_funcs=funcs, args=args, train_dataset=train_set,
                              processing_class=tokenizer, callbacks=[WriteMetrics()])
     trainer.remove_callback(PrinterCallback)
     output = trainer.train(resume_from_checkpoint=resume_from_checkpoint)
@@ -146,7 +153,9 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
         "mean_generation_rounds": sum(rounds) / len(rounds) if rounds else None,
         "train_runtime_s": output.metrics.get("train_runtime"),
     }
-    if builtin and eval_problems > 0:
+    if evaluate is not None:
+        result["eval"] = evaluate(trainer, tokenizer)
+    elif builtin and eval_problems > 0:
         eval_set = arithmetic_dataset("hard", split="test", num_per_level=eval_problems, seed=0)
         result["heldout_accuracy"] = pass_rate(trainer.model, tokenizer, eval_set, greedy=False,
                                                max_new_tokens=args.max_completion_length)

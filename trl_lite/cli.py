@@ -1,17 +1,18 @@
 """The `trl-lite` command: `trl-lite eval ...` (`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`),
-`trl-lite ablate ...` (`trl_lite.ablate`)."""
+`trl-lite ablate ...` (`trl_lite.ablate`), `trl-lite lab ...` (`trl_lite.lab`)."""
 
 from __future__ import annotations
 
 import sys
 
-COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend", "ablate": "trl_lite.ablate"}
+COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend", "ablate": "trl_lite.ablate", "lab": "trl_lite.lab"}
 
 
 SUMMARIES = {
     "eval": "accuracy and pass@k of a model on the math benchmarks (JSON and markdown)",
     "recommend": "a LitePPOConfig YAML from the paper's decision guide",
     "ablate": "recipes x seeds as training runs, with figures and a summary table",
+    "lab": "the paper's takeaways as measured mechanisms on toy tasks, with verdicts (list, audit, run)",
 }
 USAGE = "usage: trl-lite {" + ",".join(COMMANDS) + "} [-h] ..."
 

@@ -1,0 +1,102 @@
+"""Builds the lab's two SUM-k policies from scratch, offline, on CPU, with fixed seeds (see `trl_lite/lab.py`).
+
+Both are the same 4-layer Llama (0.9M parameters) over the SUM-k tokenizer (`trl_lite.tasks.sumk`), taught by
+supervised fine-tuning with TRL's SFTTrainer on generated completions. They differ only in their SFT data, as an
+*analogy* of the paper's base and aligned models (nothing here is a pretrained model):
+
+- `sumk_base` (base-like): mixed formats (direct 25%, step 35%, careful 10%, filler 20%, loops that never emit EOS
+  10%), step-level label noise (8% of steps off by 1 or 10), noisy direct answers (30%). High entropy, sampled
+  accuracy about 0.3-0.5.
+- `sumk_aligned` (aligned-like): one clean step-by-step format and a consistent habit: a step whose units carry drops
+  the carry 25% of the time. Low entropy, sampled accuracy about 0.6-0.75.
+
+    python scripts/build_lab_policies.py [--policy base|aligned|both] [--output-dir trl_lite/assets] [--max-steps 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+from datasets import Dataset  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, set_seed  # noqa: E402
+from trl import SFTConfig, SFTTrainer  # noqa: E402
+
+from trl_lite.tasks.sumk import question, sample_problems, sumk_tokenizer, write_completion  # noqa: E402
+
+MAX_LEN = 96  # the loose maximum completion length; loops are cut there
+POLICIES = {
+    "base": {"styles": {"direct": 0.25, "step": 0.35, "careful": 0.10, "filler": 0.20, "loop": 0.10},
+             "step_noise": 0.08, "direct_noise": 0.3, "carry_error": 0.0, "seed": 1},
+    "aligned": {"styles": {"step": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.25, "seed": 2},
+}
+
+
+def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
+    """Pre-tokenized SFT rows (`input_ids`, `completion_mask`): prompt `a+b+...=`, then the completion and EOS (none
+    after a loop, which is cut at MAX_LEN)."""
+    spec = POLICIES[policy]
+    rng = random.Random(spec["seed"])
+    styles, weights = zip(*spec["styles"].items())
+    rows = {"input_ids": [], "completion_mask": []}
+    for nums in sample_problems(n, split="train", seed=spec["seed"]):
+        text, ends = write_completion(nums, rng.choices(styles, weights)[0], rng, carry_error=spec["carry_error"],
+                                      step_noise=spec["step_noise"], direct_noise=spec["direct_noise"], max_len=MAX_LEN)
+        prompt = tokenizer(question(nums) + "=", add_special_tokens=False)["input_ids"]
+        completion = tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_LEN]
+        if ends:
+            completion = completion + [tokenizer.eos_token_id]
+        rows["input_ids"].append(prompt + completion)
+        rows["completion_mask"].append([0] * len(prompt) + [1] * len(completion))
+    return Dataset.from_dict(rows)
+
+
+def build(policy: str, output: str, max_steps: int, batch_size: int = 64) -> None:
+    set_seed(POLICIES[policy]["seed"])
+    tokenizer = sumk_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=160, tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = SFTTrainer(
+            model=model,
+            processing_class=tokenizer,
+            train_dataset=sft_dataset(tokenizer, policy, max_steps * batch_size),
+            args=SFTConfig(
+                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=3e-3,
+                lr_scheduler_type="cosine", warmup_steps=50, weight_decay=0.0, logging_steps=100, save_strategy="no",
+                report_to="none", use_cpu=True, bf16=False, seed=POLICIES[policy]["seed"], max_length=160,
+                completion_only_loss=True, disable_tqdm=True, train_sampling_strategy="group_by_length",
+            ),
+        )
+        trainer.train()
+    trainer.model.save_pretrained(output)
+    tokenizer.save_pretrained(output)
+    print(f"saved {policy} to {output}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--policy", default="both", choices=["base", "aligned", "both"])
+    parser.add_argument("--output-dir", default="trl_lite/assets")
+    parser.add_argument("--max-steps", type=int, default=3000)
+    args = parser.parse_args()
+    for policy in (["base", "aligned"] if args.policy == "both" else [args.policy]):
+        build(policy, os.path.join(args.output_dir, f"sumk_{policy}"), args.max_steps)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+    main()

@@ -1,0 +1,173 @@
+"""The lab's measurements: pure functions over tensors and completions, and the held-out evaluation of a policy.
+
+Everything here is computed the same way for every arm of an experiment, so two arms differ only in training.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..evaluation import pass_at_k
+
+
+def top_share(values: torch.Tensor, frac: float = 0.05) -> float:
+    """Share of `values.abs().sum()` held by the largest `ceil(frac * N)` entries of `values.abs()` (Takeaway 1: how
+    few samples carry a step's advantage mass). `(N,)`; NaN when the sum is 0."""
+    magnitudes = values.detach().double().abs().flatten()
+    magnitudes = magnitudes[~torch.isnan(magnitudes)]
+    total = magnitudes.sum()
+    if magnitudes.numel() == 0 or total == 0:
+        return float("nan")
+    top = max(1, math.ceil(frac * magnitudes.numel()))
+    return (magnitudes.topk(top).values.sum() / total).item()
+
+
+def token_covariance(logps: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> float:
+    """Cov(log pi(y_t), A) over the batch's completion tokens (the entropy-dynamics term of Cui et al., 2025: a
+    positive covariance means confident tokens are reinforced and entropy falls). `logps`, `mask`: `(B, T)`;
+    `advantages`: `(B,)`."""
+    mask = mask.bool()
+    if not mask.any():
+        return float("nan")
+    x = logps.detach().double()[mask]  # (n,)
+    a = advantages.detach().double().unsqueeze(1).expand_as(mask)[mask]  # (n,)
+    return ((x - x.mean()) * (a - a.mean())).mean().item()
+
+
+def late_jitter(values: list[float], tail: float = 1 / 3) -> float:
+    """Std of the step-to-step changes of a series over its last `tail` (Takeaway 2's late-run reward jitter)."""
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    last = values[-max(3, int(len(values) * tail)):]
+    diffs = [b - a for a, b in zip(last, last[1:])]
+    if len(diffs) < 2:
+        return float("nan")
+    mean = sum(diffs) / len(diffs)
+    return math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
+
+
+def mean(values) -> float:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(values) / len(values) if values else float("nan")
+
+
+################
+# Held-out evaluation
+################
+def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: int, max_new_tokens: int,
+                       seed: int = 0, batch_size: int = 128) -> list[list[tuple[list[int], bool]]]:
+    """`samples` completions per prompt at temperature 1 (no top-k/top-p), as token ids without EOS/padding, with
+    whether each ended with EOS. Seeded, and the global RNG state is restored afterwards.
+
+    A shorter budget needs no second generation: sampling is token by token, so the completion a budget `L` would
+    have produced is the first `L` tokens of this one (truncated at `L` when no EOS came before)."""
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    out = []
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    model.eval()
+    try:
+        for start in range(0, len(texts), batch_size):
+            batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
+                              add_special_tokens=False).to(model.device)
+            with torch.no_grad():
+                ids = model.generate(**batch, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                                     num_return_sequences=samples, max_new_tokens=max_new_tokens, pad_token_id=pad)
+            for row in ids[:, batch["input_ids"].shape[1]:].tolist():
+                ended = eos in row
+                row = row[: row.index(eos)] if ended else [t for t in row if t != pad]
+                out.append((row, ended))
+    finally:
+        torch.random.set_rng_state(state)
+    return [out[i : i + samples] for i in range(0, len(out), samples)]
+
+
+def token_entropies(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
+                    batch_size: int = 64) -> list[float]:
+    """The policy's entropy (nats) at every completion token, teacher-forced on the given completions."""
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    values: list[float] = []
+    for start in range(0, len(texts), batch_size):
+        prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[start : start + batch_size]]
+        rows = [p + c for p, c in zip(prompt_ids, completions[start : start + batch_size])]
+        width = max(len(r) for r in rows)
+        ids = torch.tensor([[tokenizer.pad_token_id] * (width - len(r)) + r for r in rows])  # (B, T) left-padded
+        attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])  # (B, T)
+        with torch.no_grad():
+            logits = model(input_ids=ids.to(model.device), attention_mask=attention.to(model.device)).logits.float()
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1): position t predicts token t+1
+        entropy = -(logp.exp() * logp).sum(-1)  # (B, T-1)
+        for i, (p, c) in enumerate(zip(prompt_ids, completions[start : start + batch_size])):
+            end = width - 1
+            values.extend(entropy[i, end - len(c) : end].tolist())
+    return values
+
+
+def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str], ks: list[int], tokenizer, *,
+                  budgets: dict[str, int], classify=None, carry=None, problems: list[str] | None = None) -> dict:
+    """Accuracy, pass@n, accuracy for k >= 5, lengths by correctness, truncation and format shares, at each budget.
+
+    `groups[i]`: the samples of problem i (token ids without EOS, ended) at the longest budget; each other budget
+    `L` sees a sample's first `L` tokens. `classify(text, truncated) -> format` and `carry(text, problem) ->
+    (carries, dropped)` (with `problems[i]` the prompt's text) add the SUM-k measures. Keys are `<measure>` for the longest budget and `<measure>@<name>` for others.
+    """
+    from ..rewards import last_boxed
+
+    longest = max(budgets.values())
+    out: dict = {}
+    for name, budget in budgets.items():
+        suffix = "" if budget == longest else f"@{name}"
+        correct_n, total, per_problem, k5 = 0, 0, [], []
+        lengths = {True: [], False: []}
+        truncated_n, loops, would_be, formats = 0, 0, 0, {}
+        filler_wrong = wrong = 0
+        carries = dropped = 0
+        for i, (group, answer, k) in enumerate(zip(groups, answers, ks)):
+            c_problem = 0
+            for ids, ended in group:
+                cut = ids[:budget]
+                done = ended and len(ids) < budget  # the EOS counts in the budget, as in TRL
+                text = tokenizer.decode(cut)
+                ok = done and last_boxed(text) == answer
+                full_ok = ended and last_boxed(tokenizer.decode(ids)) == answer
+                c_problem += ok
+                total += 1
+                lengths[ok].append(len(cut))
+                if k >= 5:
+                    k5.append(ok)
+                if not done:
+                    truncated_n += 1
+                    would_be += full_ok
+                if classify is not None:
+                    fmt = classify(text, not done)
+                    formats[fmt] = formats.get(fmt, 0) + 1
+                    loops += fmt == "loop"
+                    if not ok:
+                        wrong += 1
+                        filler_wrong += fmt == "filler"
+                if carry is not None:
+                    c, d = carry(text, problems[i])
+                    carries, dropped = carries + c, dropped + d
+            correct_n += c_problem
+            per_problem.append(c_problem)
+        n = len(groups[0]) if groups else 1
+        measures = {
+            "acc": correct_n / max(total, 1),
+            f"pass@{n}": mean([pass_at_k(n, c, n) for c in per_problem]),
+            "acc_k5": mean([float(x) for x in k5]),
+            "len_correct": mean(lengths[True]),
+            "len_incorrect": mean(lengths[False]),
+            "trunc_share": truncated_n / max(total, 1),
+            "would_be_correct_share": would_be / truncated_n if truncated_n else float("nan"),
+        }
+        measures["length_gap"] = measures["len_incorrect"] - measures["len_correct"]
+        if classify is not None:
+            measures["loop_share_of_truncated"] = loops / truncated_n if truncated_n else float("nan")
+            measures["filler_rate_incorrect"] = filler_wrong / wrong if wrong else float("nan")
+            measures["formats"] = {f: c / total for f, c in sorted(formats.items())}
+        if carry is not None:
+            measures["carry_drop_rate"] = dropped / carries if carries else float("nan")
+        out.update({key + suffix: value for key, value in measures.items()})
+    return out

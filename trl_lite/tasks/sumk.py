@@ -1,0 +1,199 @@
+"""SUM-k: sums of k one-digit numbers (k = 2..6), answered directly or with a scratchpad of variable length.
+
+The lab's task for the takeaways that need lengths, truncation, connective tokens and two kinds of policy (arXiv
+2508.08221, Takeaways 4-8). A prompt is `47+38+12` (the chat template adds `=`); the reward is `exact_answer` (the last
+`\\boxed{}` holds the sum exactly, in {0, 1}). The answer formats a completion can take:
+
+| format  | example (`a5+b6+c9+d2`)                     | tokens for k = 6 |
+|---------|---------------------------------------------|------------------|
+| direct  | `\\boxed{22}`                                | 5                |
+| step    | `b6=11;c9=20;d2=22;\\boxed{22}`              | about 35         |
+| careful | `chkb6=11;thenc9=20;thend2=22;so\\boxed{22}` | about 41         |
+| filler  | runs of `.` before or between steps         | 45-96            |
+| loop    | one step repeated, never ending (no EOS)    | up to the limit  |
+
+Each operand carries a tag (`a`-`f`) in the prompt, and a step names the next tag, copies its digit and writes the
+running sum: the next operand is found by content, not by counting (with untagged operands, the policies could not
+learn which operand came next). `then`, `so`, `chk` and `\\boxed` are single tokens (the connectives of Takeaway 5); everything else is one character
+per token. Problems are split into train and test by a hash of their text, so a held-out problem is never trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from datasets import Dataset
+
+from .char_tokenizer import SPECIALS
+
+KS = (2, 3, 4, 5, 6)
+CONNECTIVES = ("then", "so", "chk")
+WORDS = ("\\boxed",) + CONNECTIVES
+CHARS = "0123456789+=;.{}abcdef"
+TAGS = "abcdef"
+# The user turn is followed by "="; no system prompt (a model this small has no use for it).
+CHAT_TEMPLATE = (
+    "{%- for m in messages -%}"
+    "{%- if m['role'] == 'user' -%}{{ m['content'] }}={%- elif m['role'] == 'assistant' -%}"
+    "{% generation %}{{ m['content'] }}{{ eos_token }}{% endgeneration %}{%- endif -%}"
+    "{%- endfor -%}"
+)
+# Token classes for the clip census (Takeaway 5)
+TOKEN_CLASSES = {"connective": set(CONNECTIVES), "boxed": {"\\boxed"}, "digit": set("0123456789"),
+                 "operator": set("+=;"), "brace": set("{}"), "filler": {"."}, "tag": set("abcdef")}
+
+
+def token_class(token: str) -> str:
+    """The class of a decoded token: connective, boxed, digit, operator, brace, filler, tag, or eos (anything else)."""
+    for name, members in TOKEN_CLASSES.items():
+        if token in members:
+            return name
+    return "eos"
+
+
+def sumk_tokenizer():
+    """A word-and-character WordLevel tokenizer (the specials, `\\boxed then so chk`, then one token per character)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + list(WORDS) + list(CHARS))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    words = "|".join(re.escape(w) for w in WORDS)
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex(f"{words}|."), behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>",
+                                        bos_token="<bos>", unk_token="<unk>", padding_side="left")
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+################
+# Problems
+################
+def _split_of(problem: str, test_fraction: float) -> str:
+    digest = int(hashlib.sha256(problem.encode()).hexdigest()[:8], 16)
+    return "test" if digest / 0xFFFFFFFF < test_fraction else "train"
+
+
+def sample_problems(n: int, *, split: str = "train", ks=KS, seed: int = 0, test_fraction: float = 0.2) -> list[list[int]]:
+    """`n` problems (lists of k one-digit numbers 1-9, k uniform over `ks`) of the given split, drawn with `seed`."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split={split!r} is not supported; expected 'train' or 'test'.")
+    rng = random.Random(f"sumk-{split}-{seed}")
+    out = []
+    while len(out) < n:
+        nums = [rng.randint(1, 9) for _ in range(rng.choice(list(ks)))]
+        if _split_of("+".join(map(str, nums)), test_fraction) == split:
+            out.append(nums)
+    return out
+
+
+def question(nums: list[int]) -> str:
+    """The prompt's text: `[5, 6, 9]` -> `a5+b6+c9`."""
+    return "+".join(f"{tag}{n}" for tag, n in zip(TAGS, nums))
+
+
+def sumk_dataset(n: int, *, split: str = "train", ks=KS, seed: int = 0) -> Dataset:
+    """Rows in the math datasets' schema (`prompt` as chat, `answer`), plus `k` and `difficulty` (`k<k>`)."""
+    problems = sample_problems(n, split=split, ks=ks, seed=seed)
+    return Dataset.from_dict({
+        "prompt": [[{"role": "user", "content": question(nums)}] for nums in problems],
+        "answer": [str(sum(nums)) for nums in problems],
+        "k": [len(nums) for nums in problems],
+        "difficulty": [f"k{len(nums)}" for nums in problems],
+    })
+
+
+################
+# Completions (the SFT data of the lab's policies)
+################
+def steps(nums: list[int], rng: random.Random, carry_error: float = 0.0, step_noise: float = 0.0) -> tuple[list[str], int]:
+    """The scratchpad's steps (`b6=11`: the next operand's tag, its digit, the running sum) and the final sum.
+    `carry_error`: the chance that an addition whose units carry drops the carry (`c9=10` after 11); `step_noise`:
+    the chance that an addition is off by 1 or 10."""
+    total, out = nums[0], []
+    for tag, digit in zip(TAGS[1:], nums[1:]):
+        result = total + digit
+        if carry_error and (total % 10 + digit) >= 10 and rng.random() < carry_error:
+            result -= 10  # the habit: the units' carry is forgotten
+        elif step_noise and rng.random() < step_noise:
+            result = max(0, result + rng.choice([-10, -1, 1, 10]))
+        out.append(f"{tag}{digit}={result}")
+        total = result
+    return out, total
+
+
+def write_completion(nums: list[int], style: str, rng: random.Random, *, carry_error: float = 0.0,
+                     step_noise: float = 0.0, direct_noise: float = 0.0, max_len: int = 96) -> tuple[str, bool]:
+    """A completion in `style` (direct, step, careful, filler, loop) and whether it ends (False: a loop, no EOS)."""
+    if style == "direct":
+        answer = sum(nums)
+        if rng.random() < direct_noise:
+            answer = max(0, answer + rng.choice([-10, -1, 1, 10]))
+        return f"\\boxed{{{answer}}}", True
+    parts, total = steps(nums, rng, carry_error, step_noise)
+    if style == "step":
+        return "".join(p + ";" for p in parts) + f"\\boxed{{{total}}}", True
+    if style == "careful":
+        return "chk" + "then".join(p + ";" for p in parts) + f"so\\boxed{{{total}}}", True
+    if style == "filler":
+        dots = lambda: "." * rng.randint(3, 14)  # noqa: E731
+        return dots() + "".join(p + ";" + (dots() if rng.random() < 0.5 else "") for p in parts) + \
+            f"\\boxed{{{total}}}", True
+    if style == "loop":  # gets stuck repeating one step until the limit
+        stuck = rng.randrange(len(parts))
+        text = "".join(p + ";" for p in parts[: stuck + 1])
+        while len(text) < max_len * 2:
+            text += parts[stuck] + ";"
+        return text, False
+    raise ValueError(f"style={style!r} is not supported; expected direct, step, careful, filler or loop.")
+
+
+################
+# Reading completions
+################
+BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+STEP = re.compile(r"([a-f])(\d)=(\d+)")
+
+
+def completion_format(text: str, truncated: bool) -> str:
+    """The format a completion took: loop (truncated and repeating itself), truncated (cut otherwise), careful
+    (opened by `chk`), filler (has `..`), step (has a step), direct, or other."""
+    from ..diagnostics import repeats_itself
+
+    if truncated:
+        return "loop" if repeats_itself(list(text)) else "truncated"
+    if text.startswith("chk"):
+        return "careful"
+    if ".." in text:
+        return "filler"
+    if ";" in text:
+        return "step"
+    return "direct" if BOXED.fullmatch(text) else "other"
+
+
+def carry_errors(text: str, problem: str) -> tuple[int, int]:
+    """(additions whose units carry, those of them written with the carry dropped) in a completion's scratchpad;
+    `problem` is the prompt (`a5+b6+c9`), whose first digit starts the running sum."""
+    first = re.match(r"a(\d)", problem)
+    if first is None:
+        return 0, 0
+    total, carries, dropped = int(first.group(1)), 0, 0
+    for _, digit, result in STEP.findall(text):
+        digit, result = int(digit), int(result)
+        if (total % 10 + digit) >= 10:
+            carries += 1
+            dropped += result == total + digit - 10
+        total = result
+    return carries, dropped
+
+
+def sumk_policy_path(kind: str = "base") -> str:
+    """Local folder of the lab's `base`- or `aligned`-like SUM-k policy (built by `scripts/build_lab_policies.py`)."""
+    import importlib.resources
+
+    if kind not in ("base", "aligned"):
+        raise ValueError(f"kind={kind!r} is not supported; expected 'base' or 'aligned'.")
+    return str(importlib.resources.files("trl_lite").joinpath(f"assets/sumk_{kind}"))
