@@ -1,9 +1,9 @@
 """Train a policy with Lite PPO (arXiv 2508.08221), from a CPU laptop to multi-GPU clusters.
 
-With no arguments, this runs offline on CPU in a few minutes: the base-like SUM-k policy shipped in the package (a
-0.9M-parameter model taught mixed answer formats by SFT, see `scripts/build_lab_policies.py` and `trl_lite/lab`)
-learns SUM-k (sums of 2-6 digits, `trl_lite/tasks/sumk.py`) with Lite PPO, and prints a before/after table of
-held-out accuracy, greedy and sampled (`--task arithmetic` runs the older 3-digit addition task instead):
+With no arguments, this runs offline on CPU in a few minutes: the small policy shipped in the package (a character
+model taught the answer format by SFT, see `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with
+Lite PPO, and a before/after table of held-out accuracy on the hard level is printed (greedy and sampled). `--task
+sumk` trains one of the lab's SUM-k policies instead (`trl_lite/tasks/sumk.py`, `trl_lite/lab`):
 
     python examples/train_lite.py
     accelerate launch examples/train_lite.py
@@ -73,11 +73,17 @@ class ScriptArguments:
         metadata={"help": f"Comma-separated reward names, among {REWARDS.names()}."},
     )
     task: str = field(
-        default="sumk",
-        metadata={"help": "Built-in task when dataset_name is unset: 'sumk' (SUM-k with the base-like policy) or "
-                          "'arithmetic' (3-digit additions with the embedded character policy).",
+        default="arithmetic",
+        metadata={"help": "Built-in task when dataset_name is unset: 'arithmetic' (3-digit additions with the "
+                          "embedded character policy) or 'sumk' (SUM-k with a lab policy, see sumk_policy).",
                   "choices": ["sumk", "arithmetic"]},
     )
+    sumk_policy: str = field(
+        default="aligned",
+        metadata={"help": "SUM-k task: the shipped policy to start from when model_name_or_path is unset, 'base' "
+                          "(base-like) or 'aligned' (aligned-like); see trl_lite/lab.", "choices": ["base", "aligned"]},
+    )
+    sumk_ks: str = field(default="2,3", metadata={"help": "SUM-k task: numbers of operands to train and evaluate on."})
     train_levels: str = field(default="medium,hard", metadata={"help": "Arithmetic task: levels to train on."})
     eval_level: str = field(default="hard", metadata={"help": "Arithmetic task: held-out level reported before/after."})
     eval_problems: int = field(default=500, metadata={"help": "Built-in task: held-out problems reported before/after."})
@@ -140,8 +146,9 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     # Under ZeRO-3 the weights are sharded until training starts, so the before/after report is left out.
     report = builtin and not is_deepspeed_zero3_enabled()
     if builtin and script_args.task == "sumk":
-        train_set = sumk_dataset(20_000, split="train", seed=training_args.seed)
-        eval_set = sumk_dataset(script_args.eval_problems, split="test", seed=0)
+        ks = [int(k) for k in script_args.sumk_ks.split(",")]
+        train_set = sumk_dataset(20_000, split="train", ks=ks, seed=training_args.seed)
+        eval_set = sumk_dataset(script_args.eval_problems, split="test", ks=ks, seed=0)
         datasets, task_name = ["trl-lite built-in SUM-k task"], "SUM-k"
     elif builtin:
         train_set = arithmetic_dataset(script_args.train_levels, split="train", seed=training_args.seed)
@@ -161,7 +168,7 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     # Model
     ################
     model_id = model_args.model_name_or_path or (
-        embedded_policy_path() if script_args.task == "arithmetic" else sumk_policy_path("base"))
+        embedded_policy_path() if script_args.task == "arithmetic" else sumk_policy_path(script_args.sumk_policy))
     tokenizer = AutoTokenizer.from_pretrained(model_id, revision=model_args.model_revision)
     model = AutoModelForCausalLM.from_pretrained(
         model_id,
@@ -212,17 +219,16 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
         sys.exit(1)
 
 
-# Small settings for the no-argument CPU run: the base-like SUM-k policy, 8 prompts x 8 completions per generation
-# batch trained in 2 optimizer steps, up to 96 tokens per completion.
+# Small settings for the no-argument CPU run: the embedded policy, 8 completions per prompt, short answers.
 CPU_DEFAULTS = [
-    "--output_dir", "runs/train_lite", "--max_steps", "60", "--per_device_train_batch_size", "32",
-    "--steps_per_generation", "2", "--num_generations", "8", "--max_completion_length", "96",
-    "--learning_rate", "2e-4", "--temperature", "1.0", "--logging_steps", "5", "--report_to", "none",
-    "--save_strategy", "no", "--bf16", "false", "--lr_scheduler_type", "constant", "--seed", "0",
+    "--output_dir", "runs/train_lite", "--max_steps", "200", "--per_device_train_batch_size", "64",
+    "--num_generations", "8", "--max_completion_length", "14", "--learning_rate", "1e-4", "--temperature", "1.0",
+    "--logging_steps", "20", "--report_to", "none", "--save_strategy", "no", "--bf16", "false",
+    "--lr_scheduler_type", "constant", "--seed", "0",
 ]
-# `--task arithmetic` alone: the older 3-digit addition run (answers of at most 14 tokens, one optimizer step per batch)
-ARITHMETIC_DEFAULTS = ["--max_steps", "200", "--per_device_train_batch_size", "64", "--steps_per_generation", "1",
-                       "--max_completion_length", "14", "--learning_rate", "1e-4", "--logging_steps", "20"]
+# `--task sumk` alone: 8 prompts x 8 completions per generation batch in 2 optimizer steps, up to 96 tokens each
+SUMK_DEFAULTS = ["--max_steps", "60", "--per_device_train_batch_size", "32", "--steps_per_generation", "2",
+                 "--max_completion_length", "96", "--logging_steps", "5"]
 
 
 def _only(argv: list[str], flags: tuple[str, ...]) -> bool:
@@ -237,12 +243,12 @@ def _only(argv: list[str], flags: tuple[str, ...]) -> bool:
 
 
 def parse_cli(argv: list[str]):
-    """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME` and/or
-    `--task NAME`) is the CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
+    """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME`, `--task
+    NAME` and/or `--output_dir DIR`) is the CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    if _only(argv, ("--recipe", "--task")):  # the CPU run, optionally with a recipe or the arithmetic task
-        arithmetic = "arithmetic" in argv or "--task=arithmetic" in argv
-        argv = CPU_DEFAULTS + (ARITHMETIC_DEFAULTS if arithmetic else []) + (
+    if _only(argv, ("--recipe", "--task", "--output_dir")):  # the CPU run, optionally with a recipe, task or folder
+        sumk = "sumk" in argv or "--task=sumk" in argv
+        argv = CPU_DEFAULTS + (SUMK_DEFAULTS if sumk else []) + (
             [] if torch.cuda.is_available() else ["--use_cpu"]) + argv
     apply_recipe_defaults(parser, argv)
     return parser.parse_args_and_config(args=argv)

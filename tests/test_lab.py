@@ -165,7 +165,9 @@ def test_sumk_completions():
     assert carry_errors("chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", "a7+b8+c3+d9") == (2, 0)
     assert completion_format("chkb8=15;so\\boxed{15}", False) == "careful"
     assert completion_format("...b8=15;\\boxed{15}", False) == "filler"
-    assert completion_format("c3=18;" * 6, True) == "loop"
+    assert completion_format("c3=18;" * 6, True) == "loop"  # an exact repeat
+    assert completion_format("b8=15;c3=18;d9=27;e8=34;e8=33;f1=21", True, k=4) == "loop"  # runs past its operands
+    assert completion_format("b8=15;c3=18;d9=27;e8=34;e8=33;f1=21", True, k=6) == "truncated"
     assert completion_format("b8=15;c3=18;d9=2", True) == "truncated"
     assert completion_format("\\boxed{15}", False) == "direct"
 
@@ -198,8 +200,8 @@ def test_lab_cli_tiny_run_and_resume(tmp_path):
     for takeaway in ("5: with a low upper bound", "8: at long maximum lengths"):
         assert f"| {takeaway}" in summary
     rows = json.loads((out / "summary.json").read_text())
-    assert [r["verdict"] for r in rows][0] in ("inconclusive", "untestable")  # 1 seed never earns more
-    assert rows[1]["verdict"] == "inconclusive" and len(rows[1]["effects"]) == 1
+    assert {r["verdict"] for r in rows} <= {"inconclusive", "untestable"}  # 1 seed never earns more
+    assert len(rows[1]["effects"]) == 1
     assert (out / "T5.png").stat().st_size > 10_000 and (out / "T8.png").exists()
     run = out / "runs" / EXPERIMENTS["8"].arms["on"].name / "seed0"
     result_json = json.loads((run / "result.json").read_text())
@@ -209,3 +211,29 @@ def test_lab_cli_tiny_run_and_resume(tmp_path):
                  cwd=ROOT)
     assert again.returncode == 0 and (run / "result.json").stat().st_mtime == stamp  # finished runs are kept
     assert "| 8: at long maximum lengths" in again.stdout
+
+
+def test_shipped_lab_policies():
+    """The two SUM-k policies are small, and differ as built: the base-like one mixes formats, the aligned-like one
+    keeps one (measured on 100 held-out problems x 2 samples)."""
+    import glob
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_lite.lab.measure import sample_completions
+    from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path
+
+    data = sumk_dataset(100, split="test", seed=0)
+    formats = {}
+    for kind in ("base", "aligned"):
+        path = sumk_policy_path(kind)
+        assert sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*"))) < 20 * 2**20  # under 20 MB
+        model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+        groups = sample_completions(model, tokenizer, list(data["prompt"]), samples=2, max_new_tokens=LOOSE)
+        seen = [completion_format(tokenizer.decode(ids), not ended) for group in groups for ids, ended in group]
+        formats[kind] = {f: seen.count(f) / len(seen) for f in set(seen)}
+    assert formats["aligned"].get("step", 0) > 0.95  # one clean format
+    assert sum(share >= 0.03 for share in formats["base"].values()) >= 3  # direct, step, careful/filler/...
+    assert formats["base"].get("direct", 0) > 0.2
+    with pytest.raises(ValueError, match="kind='instruct' is not supported"):
+        sumk_policy_path("instruct")

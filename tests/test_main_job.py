@@ -43,7 +43,7 @@ def test_default_run(tmp_path, capsys):
     train_lite.main(*_args(tmp_path))
     out = capsys.readouterr().out
     # the before/after table, and no metric dictionaries
-    assert "held-out accuracy on 50 SUM-k problems" in out
+    assert "held-out accuracy on 50 arithmetic/hard problems" in out
     lines = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.split()[:1] in
              (["before"], ["after"], ["change"])}
     assert set(lines) == {"before", "after", "change"}
@@ -60,9 +60,17 @@ def test_default_run(tmp_path, capsys):
         "overlong filter": False,
         "optimizer steps": "2 of 2",
     })
-    assert "trl-lite built-in SUM-k task" in card
-    assert "SUM-k greedy accuracy" in card  # the before -> after figures
+    assert "trl-lite built-in arithmetic task" in card
+    assert "arithmetic/hard greedy accuracy" in card  # the before -> after figures
     assert "2508.08221" in card and "lite-ppo" in card
+
+
+def test_sumk_task_run(tmp_path, capsys):
+    # `--task sumk`: a lab policy on SUM-k (2 steps; 40 tokens are enough for k = 2, 3)
+    train_lite.main(*_args(tmp_path, "--task", "sumk", "--max_completion_length", "40"))
+    out = capsys.readouterr().out
+    assert "held-out accuracy on 50 SUM-k problems" in out
+    assert "SUM-k greedy accuracy" in _card(tmp_path) and "trl-lite built-in SUM-k task" in _card(tmp_path)
 
 
 def test_card_records_the_settings_used(tmp_path):
@@ -212,11 +220,11 @@ def test_recipe_flag_runs_the_cpu_job_with_dapo(tmp_path):
     script_args, training_args, model_args = train_lite.parse_cli(["--recipe", "dapo"])
     assert (training_args.recipe, training_args.dynamic_sampling, training_args.soft_overlong_punishment) == (
         "dapo", True, True)
-    assert (training_args.max_steps, training_args.max_completion_length) == (60, 96)  # the CPU defaults (SUM-k)
-    assert script_args.task == "sumk"
-    # `--task arithmetic` alone: the older addition run, with its own lengths
-    _, arithmetic, _ = train_lite.parse_cli(["--task", "arithmetic", "--recipe", "dapo"])
-    assert (arithmetic.max_steps, arithmetic.max_completion_length, arithmetic.recipe) == (200, 14, "dapo")
+    assert (training_args.max_steps, training_args.max_completion_length) == (200, 14)  # the CPU defaults
+    assert script_args.task == "arithmetic"
+    # `--task sumk` alone: the SUM-k run, with its own lengths
+    sumk_script, sumk, _ = train_lite.parse_cli(["--task", "sumk", "--recipe", "dapo"])
+    assert (sumk.max_steps, sumk.max_completion_length, sumk.recipe, sumk_script.task) == (60, 96, "dapo", "sumk")
     training_args.max_steps, training_args.output_dir = 2, str(tmp_path)  # 2 steps are enough to go end to end
     train_lite.main(script_args, training_args, model_args)
     card = (tmp_path / "README.md").read_text()

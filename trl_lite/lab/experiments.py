@@ -160,7 +160,7 @@ EXPERIMENTS.register("3")(Experiment(
     effect=_t3_effect,
     details={f"worst-mix accuracy, {norm}": (lambda runs, norm=norm: min(_over_mixes(norm, runs)))
              for norm in _T3_NORMS},
-    curve="rewards/exact_answer/mean",
+    curve="reward",
 ))
 
 
@@ -292,14 +292,17 @@ EXPERIMENTS.register("8")(Experiment(
     claim="At a long maximum length (20k), the filter brings no gain; what it masks is mostly repetition that never "
           "ends.",
     arms={"off": arm("sumk", "base"), "on": arm("sumk", "base", overlong_filter=True)},
-    metric="share of the masked (truncated) completions that are loops, minus 0.5, in the filter-on run",
-    effect=lambda runs: runs["on"]["train"]["dropped_loop_share"] - 0.5,
+    metric="share of loops among the completions the filter masks (truncated at 96 tokens) of the filter-on run's "
+           "policy, minus 0.5",
+    effect=lambda runs: runs["on"]["eval"]["loop_share_of_truncated"] - 0.5,
     details={
         "accuracy on - off (the paper: about 0)": diff("on", "off"),
-        "loop rate, first batches (on)": lambda runs: runs["on"]["train"]["loop_rate_first"],
-        "loop rate, last batches (on)": lambda runs: runs["on"]["train"]["loop_rate_last"],
-        "loop rate, last batches (off)": lambda runs: runs["off"]["train"]["loop_rate_last"],
-        "held-out loop share of truncated (off)": lambda runs: runs["off"]["eval"]["loop_share_of_truncated"],
+        "truncated share at 96 tokens (on)": lambda runs: runs["on"]["eval"]["trunc_share"],
+        "truncated share at 96 tokens (off)": lambda runs: runs["off"]["eval"]["trunc_share"],
+        "loop share of truncated (off)": lambda runs: runs["off"]["eval"]["loop_share_of_truncated"],
+        "exact-repeat rate in training batches, last (on)": lambda runs: runs["on"]["train"]["loop_rate_last"],
     },
-    curve="repetition/frac",
+    curve="overlong/frac_truncated",
+    requires=lambda runs: None if runs["on"]["eval"]["truncated_n"] >= 20 else
+    f"only {runs['on']['eval']['truncated_n']} truncated held-out completions (20 needed)",
 ))

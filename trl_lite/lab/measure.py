@@ -110,7 +110,7 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
     """Accuracy, pass@n, accuracy for k >= 5, lengths by correctness, truncation and format shares, at each budget.
 
     `groups[i]`: the samples of problem i (token ids without EOS, ended) at the longest budget; each other budget
-    `L` sees a sample's first `L` tokens. `classify(text, truncated) -> format` and `carry(text, problem) ->
+    `L` sees a sample's first `L` tokens. `classify(text, truncated, k) -> format` and `carry(text, problem) ->
     (carries, dropped)` (with `problems[i]` the prompt's text) add the SUM-k measures. Keys are `<measure>` for the longest budget and `<measure>@<name>` for others.
     """
     from ..rewards import last_boxed
@@ -141,7 +141,7 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
                     truncated_n += 1
                     would_be += full_ok
                 if classify is not None:
-                    fmt = classify(text, not done)
+                    fmt = classify(text, not done, k)
                     formats[fmt] = formats.get(fmt, 0) + 1
                     loops += fmt == "loop"
                     if not ok:
@@ -161,6 +161,7 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
             "len_incorrect": mean(lengths[False]),
             "trunc_share": truncated_n / max(total, 1),
             "would_be_correct_share": would_be / truncated_n if truncated_n else float("nan"),
+            "truncated_n": truncated_n,
         }
         measures["length_gap"] = measures["len_incorrect"] - measures["len_correct"]
         if classify is not None:

@@ -247,7 +247,7 @@ def train_measures(folder: str) -> dict:
         "inv_sigma_max": max(series("lab/inv_sigma_batch") or [float("nan")]),
         "grad_norm_max": max(series("grad_norm") or [float("nan")]),
         "grad_norm_mean": mean(series("grad_norm")),
-        "reward_jitter": late_jitter(series("rewards/exact_answer/mean")),
+        "reward_jitter": late_jitter(series("reward")),
         "cov_logp_adv": mean(series("lab/cov_logp_adv")),
         "clip_high_frac": mean(series("clip_ratio/high_mean")),
         "clip_low_frac": mean(series("clip_ratio/low_mean")),

@@ -158,13 +158,18 @@ BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 STEP = re.compile(r"([a-f])(\d)=(\d+)")
 
 
-def completion_format(text: str, truncated: bool) -> str:
-    """The format a completion took: loop (truncated and repeating itself), truncated (cut otherwise), careful
-    (opened by `chk`), filler (has `..`), step (has a step), direct, or other."""
+def completion_format(text: str, truncated: bool, k: int | None = None) -> str:
+    """The format a completion took: loop (truncated, and either repeating itself exactly or running past its last
+    operand: more than k steps for k operands), truncated (cut otherwise), careful (opened by `chk`), filler (has
+    `..`), step (has a step), direct, or other.
+
+    The policies' loops are rarely exact repeats: a runaway scratchpad goes on writing steps with tags it has already
+    used (`e8=34;e8=33;f1=21;d5=31;...`), which is the task's form of the paper's degenerate repetition."""
     from ..diagnostics import repeats_itself
 
     if truncated:
-        return "loop" if repeats_itself(list(text)) else "truncated"
+        runaway = k is not None and len(STEP.findall(text)) > k
+        return "loop" if runaway or repeats_itself(list(text)) else "truncated"
     if text.startswith("chk"):
         return "careful"
     if ".." in text:
