@@ -237,3 +237,23 @@ def test_shipped_lab_policies():
     assert formats["base"].get("direct", 0) > 0.2
     with pytest.raises(ValueError, match="kind='instruct' is not supported"):
         sumk_policy_path("instruct")
+
+
+def test_audit_tiny(tmp_path):
+    # 8 prompts, 8 steps (one SUM-k generation batch, 2 passes of 4 steps), 8 held-out problems: every check runs
+    from trl_lite.lab import audit
+
+    out = audit(str(tmp_path), progress=False, prompts=8, steps=8, eval_problems=8)
+    assert set(out["advantages"]) == {"add-easy", "add-hard", "add-mixed", "sumk-base", "sumk-aligned"}
+    for row in out["advantages"].values():
+        # the top-5% share is scale-free: dividing by the batch std (group/batch) or not (group/none) cannot change it
+        assert row["group/batch"]["top5_abs_adv_share"] == pytest.approx(row["group/none"]["top5_abs_adv_share"])
+        assert 0 <= row["batch"]["mean_reward"] <= 1
+    for policy in ("base", "aligned"):
+        census = out["clip_census"][policy]
+        assert 0 <= census["clip_low_frac"] <= 1 and 0 <= census["clip_high_frac"] <= 1
+        truncation = out["truncation"][policy]
+        assert truncation["truncated_share"]["tight"] >= truncation["truncated_share"]["loose"]  # a shorter budget
+    text = (tmp_path / "audit.md").read_text()
+    for heading in ("Advantage audit", "Clip census", "Truncation census", "Length-gap pilot"):
+        assert f"## {heading}" in text

@@ -57,10 +57,10 @@ def _advantage_audit(rewards, group_size: int) -> dict:
     return out
 
 
-def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: int = 16,
+def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: int = 32,
           eval_problems: int | None = None) -> dict:
     """The cheap checks, before any long run: an advantage audit on initial-policy batches (no training), a clip
-    census and a length-gap pilot (`steps` optimizer steps per policy), and a truncation census (the initial
+    census and a length-gap pilot (`steps` optimizer steps per policy: 4 generation batches), and a truncation census (the initial
     policies' held-out evaluation, `eval_problems` x 4 samples). Writes `audit.md` and `audit.json` into `output_dir`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -95,7 +95,9 @@ def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: i
                                               "clip_high_frac": mean(series("clip_ratio/high_mean"))}
             gaps = [i - c for i, c in zip(series("completions/mean_length_incorrect"),
                                           series("completions/mean_length_correct"))]
-            out["length_pilot"][f"{policy} {label}"] = {"gap_first": mean(gaps[:2]), "gap_last": mean(gaps[-2:])}
+            out["length_pilot"][f"{policy} {label}"] = {"gap_first": gaps[0] if gaps else float("nan"),
+                                                        "gap_last": gaps[-1] if gaps else float("nan"),
+                                                        "batches": len(gaps)}
         initial = initial_eval(arm("sumk", policy), output_dir, eval_problems)  # 3. truncation census
         out["truncation"][policy] = {
             "accuracy": {"loose": initial["acc"], "tight": initial["acc@tight"]},
@@ -129,7 +131,8 @@ def audit_markdown(out: dict) -> str:
                      " | ".join(f3(row[n]["top5_abs_adv_share"]) for n in NORMS) + " |")
     lines += ["", "ADD mixes (initial pass rate over 8 samples): " + ", ".join(
         f"{mix} {v['initial_pass_rate']:.2f} ({v['problems']} problems)" for mix, v in out["add_mixes"].items()), "",
-        "## Clip census (16 steps, epsilon 0.2 / 0.2, token-mean)", "", "| policy | clipped low | clipped high |",
+        "## Clip census (the first generation batches, epsilon 0.2 / 0.2, token-mean)", "",
+        "| policy | clipped low | clipped high |",
         "|---|---|---|"]
     lines += [f"| {p} | {f3(v['clip_low_frac'])} | {f3(v['clip_high_frac'])} |" for p, v in out["clip_census"].items()]
     lines += ["", "## Truncation census (initial policy, held-out problems x 4 samples; tight = 28, loose = 96 tokens)", "",
@@ -141,9 +144,10 @@ def audit_markdown(out: dict) -> str:
                      f"{f3(v['truncated_share']['loose'])} / {f3(v['truncated_share']['tight'])} | "
                      f"{f3(v['loop_share_of_truncated']['loose'])} / {f3(v['loop_share_of_truncated']['tight'])} | "
                      f"{f3(v['would_be_correct_share_of_truncated']['tight'])} | {formats} |")
-    lines += ["", "## Length-gap pilot (mean length of incorrect - correct completions, first / last 2 logged steps)",
-              "", "| run | gap first | gap last |", "|---|---|---|"]
-    lines += [f"| {k} | {f3(v['gap_first'])} | {f3(v['gap_last'])} |" for k, v in out["length_pilot"].items()]
+    lines += ["", "## Length-gap pilot (mean length of incorrect - correct completions, first / last generation batch)",
+              "", "| run | gap first | gap last | batches |", "|---|---|---|---|"]
+    lines += [f"| {k} | {f3(v['gap_first'])} | {f3(v['gap_last'])} | {v['batches']} |"
+              for k, v in out["length_pilot"].items()]
     return "\n".join(lines) + "\n"
 
 
