@@ -8,7 +8,6 @@ the per-seed effects (`trl_lite.lab.stats.verdict`). `details` are the mechanism
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -222,9 +221,9 @@ EXPERIMENTS.register("5")(Experiment(
     title="with a low upper bound, connective tokens are clipped most",
     claim="At epsilon_high 0.2, connective tokens ('therefore', 'if') are the ones clipped at the high bound most.",
     arms={"base 0.2": arm("sumk", "base"), "aligned 0.2": arm("sumk", "aligned")},
-    metric="log of the connectives' over-representation among high-clipped tokens (share clipped / share of "
-           "tokens), base-like policy at 0.2",
-    effect=lambda runs: math.log(_over_representation("base 0.2")(runs)),
+    metric="the connectives' over-representation among high-clipped tokens (share clipped / share of tokens) - 1, "
+           "base-like policy at 0.2 (-1: never clipped)",
+    effect=lambda runs: _over_representation("base 0.2")(runs) - 1,
     details={
         **{f"over-representation base-like, {cls}": _over_representation("base 0.2", cls)
            for cls in ("connective", "digit", "operator", "filler", "boxed", "eos")},

@@ -66,15 +66,18 @@ def evaluate_experiment(name: str, seeds: int, output_dir: str) -> dict:
         cost += sum(run.get("wall_s", 0.0) for run in runs.values())
         reason = experiment.requires(runs)
         if reason:
-            reasons.append(f"seed {seed}: {reason}")
+            reasons.append((seed, reason))
         effects.append(_safe(experiment.effect, runs))
         for key, get in experiment.details.items():
             details[key].append(_safe(get, runs))
-    untestable = "; ".join(reasons) or None
+    untestable = None
+    if reasons:  # every seed's reason is in summary.json; the table shows the first
+        untestable = f"{len(reasons)} of {seeds} seeds; seed {reasons[0][0]}: {reasons[0][1]}"
     m, low, high = interval(effects)
     return {"takeaway": experiment.takeaway, "title": experiment.title, "claim": experiment.claim,
             "metric": experiment.metric, "effects": effects, "mean": m, "low": low, "high": high,
             "verdict": verdict(effects, untestable), "untestable": untestable, "seeds": seeds,
+            "untestable_per_seed": {seed: reason for seed, reason in reasons},
             "details": {key: {"per_seed": values, "mean": mean(values)} for key, values in details.items()},
             "cost_min": cost / 60, "arms": {label: arm.name for label, arm in experiment.arms.items()}}
 
