@@ -86,7 +86,8 @@ class ScriptArguments:
     sumk_ks: str = field(default="2,3", metadata={"help": "SUM-k task: numbers of operands to train and evaluate on."})
     train_levels: str = field(default="medium,hard", metadata={"help": "Arithmetic task: levels to train on."})
     eval_level: str = field(default="hard", metadata={"help": "Arithmetic task: held-out level reported before/after."})
-    eval_problems: int = field(default=500, metadata={"help": "Built-in task: held-out problems reported before/after."})
+    eval_problems: int = field(default=500,
+                               metadata={"help": "Built-in task: held-out problems reported before/after."})
 
 
 class QuietProgress(ProgressCallback):
@@ -244,7 +245,8 @@ def _only(argv: list[str], flags: tuple[str, ...]) -> bool:
 
 def parse_cli(argv: list[str]):
     """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME`, `--task
-    NAME` and/or `--output_dir DIR`) is the CPU run; `--recipe` sets defaults that `--config` values and explicit flags override."""
+    NAME` and/or `--output_dir DIR`) is the CPU run; `--recipe` sets defaults that `--config` values and explicit flags
+    override."""
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
     if _only(argv, ("--recipe", "--task", "--output_dir")):  # the CPU run, optionally with a recipe, task or folder
         sumk = "sumk" in argv or "--task=sumk" in argv

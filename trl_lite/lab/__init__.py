@@ -60,8 +60,9 @@ def _advantage_audit(rewards, group_size: int) -> dict:
 def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: int = 32,
           eval_problems: int | None = None) -> dict:
     """The cheap checks, before any long run: an advantage audit on initial-policy batches (no training), a clip
-    census and a length-gap pilot (`steps` optimizer steps per policy: 4 generation batches), and a truncation census (the initial
-    policies' held-out evaluation, `eval_problems` x 4 samples). Writes `audit.md` and `audit.json` into `output_dir`."""
+    census and a length-gap pilot (`steps` optimizer steps per policy, 4 generation batches by default; the runs are
+    kept in `audit-<steps>steps/`), and a truncation census (the initial policies' held-out evaluation,
+    `eval_problems` x 4 samples). Writes `audit.md` and `audit.json` into `output_dir`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -84,17 +85,19 @@ def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: i
         rewards = torch.tensor([float(ended and last_boxed(tokenizer.decode(ids)) == answer)
                                 for group, answer in zip(groups, data["answer"]) for ids, ended in group])
         out["advantages"][f"{source.task}-{source.data}"] = _advantage_audit(rewards, 8)
+    pilots = os.path.join(output_dir, f"audit-{steps}steps")
     for policy in ("base", "aligned"):  # 2. clip census and 4. length-gap pilot: short runs
         for label, agg in (("token-mean", None), ("seq-mean-token-mean", "seq-mean-token-mean")):
             source = arm("sumk", policy) if agg is None else arm("sumk", policy, loss_aggregation=agg)
-            run_arm(source, 0, os.path.join(output_dir, "audit"), steps=steps, progress=progress, heldout=False)
-            rows = read_metrics(os.path.join(run_folder(os.path.join(output_dir, "audit"), source, 0), "metrics.jsonl"))
+            run_arm(source, 0, pilots, steps=steps, progress=progress, heldout=False)
+            rows = read_metrics(os.path.join(run_folder(pilots, source, 0), "metrics.jsonl"))
             series = lambda key: [r[key] for r in rows if r.get(key) is not None]  # noqa: E731
             if agg is None:
                 out["clip_census"][policy] = {"clip_low_frac": mean(series("clip_ratio/low_mean")),
                                               "clip_high_frac": mean(series("clip_ratio/high_mean"))}
-            gaps = [i - c for i, c in zip(series("completions/mean_length_incorrect"),
-                                          series("completions/mean_length_correct"))]
+            gaps = [r["completions/mean_length_incorrect"] - r["completions/mean_length_correct"] for r in rows
+                    if r.get("completions/mean_length_incorrect") is not None
+                    and r.get("completions/mean_length_correct") is not None]  # batches with both kinds
             out["length_pilot"][f"{policy} {label}"] = {"gap_first": gaps[0] if gaps else float("nan"),
                                                         "gap_last": gaps[-1] if gaps else float("nan"),
                                                         "batches": len(gaps)}
@@ -135,7 +138,8 @@ def audit_markdown(out: dict) -> str:
         "| policy | clipped low | clipped high |",
         "|---|---|---|"]
     lines += [f"| {p} | {f3(v['clip_low_frac'])} | {f3(v['clip_high_frac'])} |" for p, v in out["clip_census"].items()]
-    lines += ["", "## Truncation census (initial policy, held-out problems x 4 samples; tight = 28, loose = 96 tokens)", "",
+    lines += ["", "## Truncation census (initial policy, held-out problems x 4 samples; tight = 28, loose = 96 tokens)",
+              "",
               "| policy | accuracy loose / tight | truncated loose / tight | loops among truncated loose / tight | "
               "would-be-correct among truncated at tight | formats |", "|---|---|---|---|---|---|"]
     for p, v in out["truncation"].items():

@@ -111,7 +111,8 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
 
     `groups[i]`: the samples of problem i (token ids without EOS, ended) at the longest budget; each other budget
     `L` sees a sample's first `L` tokens. `classify(text, truncated, k) -> format` and `carry(text, problem) ->
-    (carries, dropped)` (with `problems[i]` the prompt's text) add the SUM-k measures. Keys are `<measure>` for the longest budget and `<measure>@<name>` for others.
+    (carries, dropped)` (with `problems[i]` the prompt's text) add the SUM-k measures. Keys are `<measure>` for the
+    longest budget and `<measure>@<name>` for others.
     """
     from ..rewards import last_boxed
 

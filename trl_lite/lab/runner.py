@@ -85,6 +85,7 @@ def add_mixes(output_dir: str, pool: int = 1600) -> dict[str, list[dict]]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..data import count_correct, transformers_sampler
+    from ..rewards import last_boxed
     from ..tasks.arithmetic import arithmetic_dataset, embedded_policy_path
 
     model_id = embedded_policy_path()
@@ -92,22 +93,17 @@ def add_mixes(output_dir: str, pool: int = 1600) -> dict[str, list[dict]]:
     problems = arithmetic_dataset("medium,hard", split="train", num_per_level=pool // 2, seed=0)
     sample = transformers_sampler(model, tokenizer, max_new_tokens=14, temperature=1.0, top_p=None, top_k=None,
                                   batch_size=256, seed=0)
-    check = lambda completion, gold: "correct" if _boxed(completion) == gold else "wrong"  # noqa: E731
-    counts = count_correct(problems, sample, check, k=8)
-    rows = [{"prompt": p, "answer": a, "num_correct": c} for p, a, c in zip(problems["prompt"], problems["answer"], counts)]
-    mixes = {"easy": [r for r in rows if r["num_correct"] >= 7], "hard": [r for r in rows if 1 <= r["num_correct"] <= 3]}
+    counts = count_correct(problems, sample, lambda text, gold: "correct" if last_boxed(text) == gold else "wrong", k=8)
+    rows = [{"prompt": p, "answer": a, "num_correct": c}
+            for p, a, c in zip(problems["prompt"], problems["answer"], counts)]
+    mixes = {"easy": [r for r in rows if r["num_correct"] >= 7],
+             "hard": [r for r in rows if 1 <= r["num_correct"] <= 3]}
     n = min(len(mixes["easy"]), len(mixes["hard"]))
     mixes["mixed"] = [row for pair in zip(mixes["easy"][:n], mixes["hard"][:n]) for row in pair]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(mixes, f)
     return mixes
-
-
-def _boxed(text: str) -> str | None:
-    from ..rewards import last_boxed
-
-    return last_boxed(text)
 
 
 def train_set(arm: Arm, output_dir: str, seed: int):

@@ -14,8 +14,9 @@ The lab's task for the takeaways that need lengths, truncation, connective token
 
 Each operand carries a tag (`a`-`f`) in the prompt, and a step names the next tag, copies its digit and writes the
 running sum: the next operand is found by content, not by counting (with untagged operands, the policies could not
-learn which operand came next). `then`, `so`, `chk` and `\\boxed` are single tokens (the connectives of Takeaway 5); everything else is one character
-per token. Problems are split into train and test by a hash of their text, so a held-out problem is never trained on.
+learn which operand came next). `then`, `so`, `chk` and `\\boxed` are single tokens (the connectives of Takeaway 5);
+everything else is one character per token. Problems are split into train and test by a hash of their text, so a
+held-out problem is never trained on.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def _split_of(problem: str, test_fraction: float) -> str:
     return "test" if digest / 0xFFFFFFFF < test_fraction else "train"
 
 
-def sample_problems(n: int, *, split: str = "train", ks=KS, seed: int = 0, test_fraction: float = 0.2) -> list[list[int]]:
+def sample_problems(n: int, *, split: str = "train", ks=KS, seed: int = 0,
+                    test_fraction: float = 0.2) -> list[list[int]]:
     """`n` problems (lists of k one-digit numbers 1-9, k uniform over `ks`) of the given split, drawn with `seed`."""
     if split not in ("train", "test"):
         raise ValueError(f"split={split!r} is not supported; expected 'train' or 'test'.")
@@ -109,7 +111,8 @@ def sumk_dataset(n: int, *, split: str = "train", ks=KS, seed: int = 0) -> Datas
 ################
 # Completions (the SFT data of the lab's policies)
 ################
-def steps(nums: list[int], rng: random.Random, carry_error: float = 0.0, step_noise: float = 0.0) -> tuple[list[str], int]:
+def steps(nums: list[int], rng: random.Random, carry_error: float = 0.0,
+          step_noise: float = 0.0) -> tuple[list[str], int]:
     """The scratchpad's steps (`b6=11`: the next operand's tag, its digit, the running sum) and the final sum.
     `carry_error`: the chance that an addition whose units carry drops the carry (`c9=10` after 11); `step_noise`:
     the chance that an addition is off by 1 or 10."""
