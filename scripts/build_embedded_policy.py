@@ -60,18 +60,14 @@ def sft_dataset(seed: int, label_noise: float):
     )
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--output", default="trl_lite/assets/arith_policy")
-    parser.add_argument("--max-steps", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--label-noise", type=float, default=0.35)
-    args = parser.parse_args()
-    set_seed(args.seed)
-    tokenizer = char_tokenizer(CHARS, CHAT_TEMPLATE)
+def sft_tiny_llama(tokenizer, train_dataset, *, max_positions: int, max_steps: int, seed: int, warmup_steps: int,
+                   logging_steps: int, batch_size: int = 64, **sft_args) -> LlamaForCausalLM:
+    """A fresh 4-layer, 128-wide Llama over `tokenizer`, trained by TRL's SFTTrainer on `train_dataset` on CPU (lr 3e-3,
+    cosine, no weight decay, sequences of up to `max_positions` tokens); `sft_args` go to `SFTConfig`. Also used by
+    `scripts/build_lab_policies.py`."""
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=max_positions, tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
     )
     model = LlamaForCausalLM(config)
@@ -81,15 +77,29 @@ def main():
         trainer = SFTTrainer(
             model=model,
             processing_class=tokenizer,
-            train_dataset=sft_dataset(args.seed, args.label_noise),
+            train_dataset=train_dataset,
             args=SFTConfig(
-                output_dir=tmp, max_steps=args.max_steps, per_device_train_batch_size=64, learning_rate=3e-3,
-                lr_scheduler_type="cosine", warmup_steps=30, weight_decay=0.0, logging_steps=50, save_strategy="no",
-                report_to="none", use_cpu=True, bf16=False, seed=args.seed, max_length=64,
+                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=3e-3,
+                lr_scheduler_type="cosine", warmup_steps=warmup_steps, weight_decay=0.0, logging_steps=logging_steps,
+                save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=seed, max_length=max_positions,
+                **sft_args,
             ),
         )
         trainer.train()
-    model = trainer.model
+    return trainer.model
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output", default="trl_lite/assets/arith_policy")
+    parser.add_argument("--max-steps", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--label-noise", type=float, default=0.35)
+    args = parser.parse_args()
+    set_seed(args.seed)
+    tokenizer = char_tokenizer(CHARS, CHAT_TEMPLATE)
+    model = sft_tiny_llama(tokenizer, sft_dataset(args.seed, args.label_noise), max_positions=64,
+                           max_steps=args.max_steps, seed=args.seed, warmup_steps=30, logging_steps=50)
     for level in ("easy", "medium", "hard"):
         test = arithmetic_dataset(level, split="test", num_per_level=300)
         print(f"{level}: greedy {pass_rate(model, tokenizer, test):.3f}, "

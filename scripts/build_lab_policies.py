@@ -19,15 +19,14 @@ import argparse
 import os
 import random
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, set_seed  # noqa: E402
-from trl import SFTConfig, SFTTrainer  # noqa: E402
+from build_embedded_policy import sft_tiny_llama  # noqa: E402  (this folder is on sys.path when run as a script)
+from transformers import set_seed  # noqa: E402
 
 from trl_lite.tasks.sumk import question, sample_problems, sumk_tokenizer, write_completion  # noqa: E402
 
@@ -59,30 +58,13 @@ def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
 
 
 def build(policy: str, output: str, max_steps: int, batch_size: int = 64) -> None:
-    set_seed(POLICIES[policy]["seed"])
+    seed = POLICIES[policy]["seed"]
+    set_seed(seed)
     tokenizer = sumk_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=160, tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
-    )
-    model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    with tempfile.TemporaryDirectory() as tmp:
-        trainer = SFTTrainer(
-            model=model,
-            processing_class=tokenizer,
-            train_dataset=sft_dataset(tokenizer, policy, max_steps * batch_size),
-            args=SFTConfig(
-                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=3e-3,
-                lr_scheduler_type="cosine", warmup_steps=50, weight_decay=0.0, logging_steps=100, save_strategy="no",
-                report_to="none", use_cpu=True, bf16=False, seed=POLICIES[policy]["seed"], max_length=160,
-                completion_only_loss=True, disable_tqdm=True, train_sampling_strategy="group_by_length",
-            ),
-        )
-        trainer.train()
-    trainer.model.save_pretrained(output)
+    model = sft_tiny_llama(tokenizer, sft_dataset(tokenizer, policy, max_steps * batch_size), max_positions=160,
+                           max_steps=max_steps, seed=seed, warmup_steps=50, logging_steps=100, batch_size=batch_size,
+                           completion_only_loss=True, disable_tqdm=True, train_sampling_strategy="group_by_length")
+    model.save_pretrained(output)
     tokenizer.save_pretrained(output)
     print(f"saved {policy} to {output}")
 
