@@ -77,17 +77,24 @@ class Experiment:
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")
 
 
-def _acc(key="acc"):
+def _eval(key="acc"):
+    """One held-out measure of a run's result (accuracy by default)."""
     return lambda result: result["eval"][key]
 
 
 def _train(key):
+    """One training measure of a run's result (see `runner.train_measures`)."""
     return lambda result: result["train"][key]
 
 
-def diff(a: str, b: str, get=_acc()):
+def diff(a: str, b: str, get=_eval()):
     """runs[a] - runs[b] of one measure."""
     return lambda runs: get(runs[a]) - get(runs[b])
+
+
+def of(label: str, get):
+    """One measure of one arm's run: `of("group/group", _train("grad_norm_max"))`."""
+    return lambda runs: get(runs[label])
 
 
 MIXES = ("easy", "hard", "mixed")
@@ -100,7 +107,7 @@ def _add(mix: str, norm: str) -> Arm:
     return arm("add", mix, advantage_mean=mean_level, advantage_std=std_level)
 
 
-def _over_mixes(norm: str, runs: dict, get=_acc()) -> list[float]:
+def _over_mixes(norm: str, runs: dict, get=_eval()) -> list[float]:
     return [get(runs[f"{norm} {mix}"]) for mix in MIXES]
 
 
@@ -112,10 +119,10 @@ EXPERIMENTS.register("1")(Experiment(
     metric="held-out hard accuracy, group/group - batch/batch, mean over the three ADD mixes",
     effect=lambda runs: mean(_over_mixes("group/group", runs)) - mean(_over_mixes("batch/batch", runs)),
     details={
-        "top-5% |A| share, batch/batch (hard mix)": lambda runs: runs["batch/batch hard"]["train"]["top5_adv_share"],
-        "top-5% |A| share, group/group (hard mix)": lambda runs: runs["group/group hard"]["train"]["top5_adv_share"],
-        "final entropy, batch/batch (hard mix)": lambda runs: runs["batch/batch hard"]["train"]["entropy_last"],
-        "final entropy, group/group (hard mix)": lambda runs: runs["group/group hard"]["train"]["entropy_last"],
+        "top-5% |A| share, batch/batch (hard mix)": of("batch/batch hard", _train("top5_adv_share")),
+        "top-5% |A| share, group/group (hard mix)": of("group/group hard", _train("top5_adv_share")),
+        "final entropy, batch/batch (hard mix)": of("batch/batch hard", _train("entropy_last")),
+        "final entropy, group/group (hard mix)": of("group/group hard", _train("entropy_last")),
         "accuracy group/group - batch/batch, hard mix": diff("group/group hard", "batch/batch hard"),
         "accuracy group/group - batch/batch, easy mix": diff("group/group easy", "batch/batch easy"),
     },
@@ -130,11 +137,11 @@ EXPERIMENTS.register("2")(Experiment(
     metric="held-out hard accuracy, group/none - group/group, trained on the easy-skewed mix",
     effect=diff("group/none", "group/group"),
     details={
-        "max 1/sigma_batch, group/group": lambda runs: runs["group/group"]["train"]["inv_sigma_max"],
-        "max pre-clip grad norm, group/group": lambda runs: runs["group/group"]["train"]["grad_norm_max"],
-        "max pre-clip grad norm, group/none": lambda runs: runs["group/none"]["train"]["grad_norm_max"],
-        "late reward jitter, group/group": lambda runs: runs["group/group"]["train"]["reward_jitter"],
-        "late reward jitter, group/none": lambda runs: runs["group/none"]["train"]["reward_jitter"],
+        "max 1/sigma_batch, group/group": of("group/group", _train("inv_sigma_max")),
+        "max pre-clip grad norm, group/group": of("group/group", _train("grad_norm_max")),
+        "max pre-clip grad norm, group/none": of("group/none", _train("grad_norm_max")),
+        "late reward jitter, group/group": of("group/group", _train("reward_jitter")),
+        "late reward jitter, group/none": of("group/none", _train("reward_jitter")),
         "accuracy auto - group/group": diff("auto", "group/group"),
         "accuracy group/batch - group/group": diff("group/batch", "group/group"),
     },
@@ -183,13 +190,13 @@ EXPERIMENTS.register("4")(Experiment(
     effect=diff("aligned 0.28", "aligned 0.2"),
     details={
         "accuracy base-like, 0.28 - 0.2": diff("base 0.28", "base 0.2"),
-        "pass@4 aligned-like, 0.28 - 0.2": diff("aligned 0.28", "aligned 0.2", _acc("pass@4")),
-        "fork-token entropy aligned-like, 0.28 - 0.2": diff("aligned 0.28", "aligned 0.2", _acc("fork_entropy")),
+        "pass@4 aligned-like, 0.28 - 0.2": diff("aligned 0.28", "aligned 0.2", _eval("pass@4")),
+        "fork-token entropy aligned-like, 0.28 - 0.2": diff("aligned 0.28", "aligned 0.2", _eval("fork_entropy")),
         "Cov(log pi, A) aligned-like, 0.28 - 0.2": diff("aligned 0.28", "aligned 0.2", _train("cov_logp_adv")),
-        "carry-drop rate aligned-like, 0.2": lambda runs: runs["aligned 0.2"]["eval"]["carry_drop_rate"],
-        "carry-drop rate aligned-like, 0.28": lambda runs: runs["aligned 0.28"]["eval"]["carry_drop_rate"],
-        "high-clip share aligned-like, 0.2": lambda runs: runs["aligned 0.2"]["train"]["clip_high_frac"],
-        "high-clip share base-like, 0.2": lambda runs: runs["base 0.2"]["train"]["clip_high_frac"],
+        "carry-drop rate aligned-like, 0.2": of("aligned 0.2", _eval("carry_drop_rate")),
+        "carry-drop rate aligned-like, 0.28": of("aligned 0.28", _eval("carry_drop_rate")),
+        "high-clip share aligned-like, 0.2": of("aligned 0.2", _train("clip_high_frac")),
+        "high-clip share base-like, 0.2": of("base 0.2", _train("clip_high_frac")),
     },
     curve="entropy",
     requires=_clip_high_required(["aligned 0.2", "base 0.2"]),
@@ -250,12 +257,11 @@ EXPERIMENTS.register("6")(Experiment(
     details={
         "accuracy aligned-like, seq-mean-token-mean - token-mean": diff("aligned seq", "aligned token"),
         "accuracy base-like, token-mean - seq-mean-token-sum-norm": diff("base token", "base seqsum"),
-        "length gap (incorrect - correct) base-like, token-mean": lambda runs: runs["base token"]["eval"]["length_gap"],
-        "length gap (incorrect - correct) base-like, seq-mean": lambda runs: runs["base seq"]["eval"]["length_gap"],
-        "filler rate in incorrect base-like, token-mean":
-            lambda runs: runs["base token"]["eval"]["filler_rate_incorrect"],
-        "filler rate in incorrect base-like, seq-mean": lambda runs: runs["base seq"]["eval"]["filler_rate_incorrect"],
-        "accuracy k>=5 base-like, token - seq": diff("base token", "base seq", _acc("acc_k5")),
+        "length gap (incorrect - correct) base-like, token-mean": of("base token", _eval("length_gap")),
+        "length gap (incorrect - correct) base-like, seq-mean": of("base seq", _eval("length_gap")),
+        "filler rate in incorrect base-like, token-mean": of("base token", _eval("filler_rate_incorrect")),
+        "filler rate in incorrect base-like, seq-mean": of("base seq", _eval("filler_rate_incorrect")),
+        "accuracy k>=5 base-like, token - seq": diff("base token", "base seq", _eval("acc_k5")),
     },
     curve="completions/mean_length",
 ))
@@ -273,13 +279,13 @@ EXPERIMENTS.register("7")(Experiment(
     arms={"off": arm("sumk", "base", max_completion_length=TIGHT),
           "on": arm("sumk", "base", max_completion_length=TIGHT, overlong_filter=True)},
     metric="held-out accuracy for k >= 5 at the loose budget (96 tokens), filter on - off, trained at 28 tokens",
-    effect=diff("on", "off", _acc("acc_k5")),
+    effect=diff("on", "off", _eval("acc_k5")),
     details={
-        "accuracy k>=5 at the tight budget (28), on - off": diff("on", "off", _acc("acc_k5@tight")),
+        "accuracy k>=5 at the tight budget (28), on - off": diff("on", "off", _eval("acc_k5@tight")),
         "accuracy at the loose budget, on - off": diff("on", "off"),
-        "accuracy at the tight budget, on - off": diff("on", "off", _acc("acc@tight")),
-        "truncated share at the tight budget, off": lambda runs: runs["off"]["eval"]["trunc_share@tight"],
-        "truncated share at the tight budget, on": lambda runs: runs["on"]["eval"]["trunc_share@tight"],
+        "accuracy at the tight budget, on - off": diff("on", "off", _eval("acc@tight")),
+        "truncated share at the tight budget, off": of("off", _eval("trunc_share@tight")),
+        "truncated share at the tight budget, on": of("on", _eval("trunc_share@tight")),
     },
     curve="overlong/frac_truncated",
     requires=_t7_requires,
@@ -296,10 +302,10 @@ EXPERIMENTS.register("8")(Experiment(
     effect=lambda runs: runs["on"]["eval"]["loop_share_of_truncated"] - 0.5,
     details={
         "accuracy on - off (the paper: about 0)": diff("on", "off"),
-        "truncated share at 96 tokens (on)": lambda runs: runs["on"]["eval"]["trunc_share"],
-        "truncated share at 96 tokens (off)": lambda runs: runs["off"]["eval"]["trunc_share"],
-        "loop share of truncated (off)": lambda runs: runs["off"]["eval"]["loop_share_of_truncated"],
-        "exact-repeat rate in training batches, last (on)": lambda runs: runs["on"]["train"]["loop_rate_last"],
+        "truncated share at 96 tokens (on)": of("on", _eval("trunc_share")),
+        "truncated share at 96 tokens (off)": of("off", _eval("trunc_share")),
+        "loop share of truncated (off)": of("off", _eval("loop_share_of_truncated")),
+        "exact-repeat rate in training batches, last (on)": of("on", _train("loop_rate_last")),
     },
     curve="overlong/frac_truncated",
     requires=lambda runs: None if runs["on"]["eval"]["truncated_n"] >= 20 else

@@ -22,9 +22,10 @@ import torch
 
 from ..ablate import read_metrics, run_one
 from ..trainer import LitePPOTrainer
-from .experiments import EXPERIMENTS, LOOSE, TIGHT, Arm
+from .experiments import ADD_SETTINGS, EXPERIMENTS, LOOSE, TIGHT, Arm
 from .measure import late_jitter, mean, score_samples, token_covariance, top_share
 
+ADD_BUDGET = ADD_SETTINGS["max_completion_length"]  # ADD's held-out budget: its training length
 EVAL_PROBLEMS, EVAL_SAMPLES = 1000, 4  # held-out: 1000 problems x 4 samples (evaluation noise ~0.007 at p = 0.5)
 FORK_QUANTILE = 0.8  # "fork tokens": the 20% of completion tokens where the policy's entropy is highest
 
@@ -153,8 +154,6 @@ def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, samples
     out["eval_s"] = time.time() - started
     return out
 
-
-ADD_BUDGET = 14
 
 
 def initial_eval(arm: Arm, output_dir: str, problems: int = EVAL_PROBLEMS) -> dict:
