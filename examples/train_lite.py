@@ -210,13 +210,19 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     ################
     # Save (with the model card) and push
     ################
+    failed = None
     if not training_args.push_to_hub:
         trainer.save_model(training_args.output_dir)
-        return
-    try:
-        trainer.push_to_hub(dataset_name=datasets)  # saves the model and its card locally first
-    except HubPushError as err:
-        print(err, file=sys.stderr)
+    else:
+        try:
+            trainer.push_to_hub(dataset_name=datasets)  # saves the model and its card locally first
+        except HubPushError as err:
+            failed = err
+    # Every process leaves its process group before the interpreter exits: left to interpreter teardown, gloo's worker
+    # threads can abort a finished run with SIGABRT (pytorch/pytorch#179291). A no-op on one process.
+    trainer.accelerator.end_training()
+    if failed is not None:
+        print(failed, file=sys.stderr)
         sys.exit(1)
 
 

@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from tests.tiny import RecordingTrainer, deterministic_rollout, prompt_dataset, reward_digit_count, snapshot, train_args  # noqa: E402
-from tests.tiny import GROUP, DynamicRecorder, uniform_or_mixed, uniform_or_mixed_dataset  # noqa: E402
+from tests.tiny import GROUP, DynamicRecorder, leave_process_group, uniform_or_mixed, uniform_or_mixed_dataset  # noqa: E402
 from trl_lite import LitePPOConfig  # noqa: E402
 
 
@@ -94,3 +94,4 @@ def main(model_dir: str, out: str, mode: str, backend: str = "ddp"):
 
 if __name__ == "__main__":
     main(*sys.argv[1:])
+    leave_process_group()

@@ -24,6 +24,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from tests.tiny import (  # noqa: E402
     GROUP,
+    leave_process_group,
     prompt_dataset,
     reward_digit_count,
     snapshot,
@@ -152,3 +153,4 @@ def _initial_params(model_dir):
 
 if __name__ == "__main__":
     main(*sys.argv[1:])
+    leave_process_group()

@@ -46,6 +46,14 @@ def build_tiny_model(path, seed: int = 0) -> str:
     return str(path)
 
 
+def leave_process_group() -> None:
+    """End of a torchrun script: leave the process group while the interpreter is whole (as examples/train_lite.py
+    does), since gloo's worker threads left to interpreter teardown can abort a finished process with SIGABRT
+    ("terminate called without an active exception", pytorch/pytorch#179291)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
 def prompt_dataset(num_prompts: int = 8, conversational: bool = False) -> Dataset:
     prompts = [f"{a}+{b}?" for a, b in zip(range(num_prompts), range(3, 3 + num_prompts))]
     if conversational:

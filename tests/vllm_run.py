@@ -28,7 +28,7 @@ from transformers import TrainerCallback  # noqa: E402
 
 from tests.dist_run import ZERO3  # noqa: E402
 from tests.tiny import GROUP, prompt_dataset, reward_digit_count, snapshot, train_args  # noqa: E402
-from tests.tiny import uniform_or_mixed, uniform_or_mixed_dataset  # noqa: E402
+from tests.tiny import leave_process_group, uniform_or_mixed, uniform_or_mixed_dataset  # noqa: E402
 from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
 
 assert getattr(vllm, "STANDIN", False), "tests/vllm_run.py must run on the test stand-in, not on a real vLLM"
@@ -167,3 +167,4 @@ def main(model_dir, out, scenario, backend="ddp"):
 
 if __name__ == "__main__":
     main(*sys.argv[1:])
+    leave_process_group()
