@@ -1,9 +1,10 @@
 """Train a policy with Lite PPO (arXiv 2508.08221), from a CPU laptop to multi-GPU clusters.
 
-With no arguments, this runs offline on CPU in a few minutes: the small policy shipped in the package (a character
-model taught the answer format by SFT, see `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with
-Lite PPO, and a before/after table of held-out accuracy on the hard level is printed (greedy and sampled). `--task
-sumk` trains one of the lab's SUM-k policies instead (`trl_lite/tasks/sumk.py`, `trl_lite/lab`):
+With no arguments, this runs offline on CPU in under a minute: a small policy shipped in the package (a character
+model taught the answer format by SFT with a habit of dropping the carry into the hundreds, see
+`scripts/build_embedded_policy.py`) learns the built-in arithmetic task with Lite PPO, and a before/after table of
+held-out accuracy on the hard level is printed: greedy 0.454 -> 0.806, sampled 0.502 -> 0.690 (seed 0). `--task sumk`
+trains one of the lab's SUM-k policies instead (`trl_lite/tasks/sumk.py`, `trl_lite/lab`):
 
     python examples/train_lite.py
     accelerate launch examples/train_lite.py
@@ -84,6 +85,13 @@ class ScriptArguments:
                           "(base-like) or 'aligned' (aligned-like); see trl_lite/lab.", "choices": ["base", "aligned"]},
     )
     sumk_ks: str = field(default="2,3", metadata={"help": "SUM-k task: numbers of operands to train and evaluate on."})
+    arithmetic_policy: str = field(
+        default="carry-habit",
+        metadata={"help": "Arithmetic task: the shipped policy to start from when model_name_or_path is unset, "
+                          "'carry-habit' (drops the carry into the hundreds in most answers; RL fixes it) or "
+                          "'label-noise' (greedy mostly right already, samples often wrong).",
+                  "choices": ["carry-habit", "label-noise"]},
+    )
     train_levels: str = field(default="medium,hard", metadata={"help": "Arithmetic task: levels to train on."})
     eval_level: str = field(default="hard", metadata={"help": "Arithmetic task: held-out level reported before/after."})
     eval_problems: int = field(default=500,
@@ -169,7 +177,8 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     # Model
     ################
     model_id = model_args.model_name_or_path or (
-        embedded_policy_path() if script_args.task == "arithmetic" else sumk_policy_path(script_args.sumk_policy))
+        embedded_policy_path(script_args.arithmetic_policy) if script_args.task == "arithmetic"
+        else sumk_policy_path(script_args.sumk_policy))
     tokenizer = AutoTokenizer.from_pretrained(model_id, revision=model_args.model_revision)
     model = AutoModelForCausalLM.from_pretrained(
         model_id,
@@ -238,6 +247,10 @@ SUMK_DEFAULTS = ["--max_steps", "60", "--per_device_train_batch_size", "32", "--
                  "--max_completion_length", "96", "--logging_steps", "5"]
 
 
+# The flags that keep a command line the CPU run (any other flag leaves CPU_DEFAULTS for TRL's defaults)
+CPU_RUN_FLAGS = ("--recipe", "--task", "--arithmetic_policy", "--sumk_policy", "--output_dir", "--seed")
+
+
 def _only(argv: list[str], flags: tuple[str, ...]) -> bool:
     """Whether argv holds nothing but `--flag VALUE` / `--flag=VALUE` pairs of the given flags."""
     i = 0
@@ -250,11 +263,11 @@ def _only(argv: list[str], flags: tuple[str, ...]) -> bool:
 
 
 def parse_cli(argv: list[str]):
-    """(script_args, training_args, model_args) from a command line: no arguments (or only `--recipe NAME`, `--task
-    NAME` and/or `--output_dir DIR`) is the CPU run; `--recipe` sets defaults that `--config` values and explicit flags
-    override."""
+    """(script_args, training_args, model_args) from a command line: no arguments, or only the flags of `CPU_RUN_FLAGS`
+    (a recipe, a built-in task and its shipped policy, a folder, a seed), is the CPU run; `--recipe` sets defaults that
+    `--config` values and explicit flags override."""
     parser = TrlParser((ScriptArguments, LitePPOConfig, ModelConfig))
-    if _only(argv, ("--recipe", "--task", "--output_dir")):  # the CPU run, optionally with a recipe, task or folder
+    if _only(argv, CPU_RUN_FLAGS):  # the CPU run, optionally with a recipe, task, policy, folder or seed
         sumk = "sumk" in argv or "--task=sumk" in argv
         argv = CPU_DEFAULTS + (SUMK_DEFAULTS if sumk else []) + (
             [] if torch.cuda.is_available() else ["--use_cpu"]) + argv

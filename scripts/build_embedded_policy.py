@@ -1,11 +1,19 @@
-"""Builds the small policy shipped in `trl_lite/assets/arith_policy/` from scratch, offline, on CPU.
+"""Builds the small arithmetic policies shipped in `trl_lite/assets/` from scratch, offline, on CPU.
 
 A 4-layer character-level Llama is taught the arithmetic task's answer format (`\\boxed{N}` then EOS) by supervised
-fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. A share of the SFT answers (`--label-noise`,
-35%) is off by 1 or 10, so the policy's greedy answer is mostly right while a sampled one is often wrong: its sampled
-pass rate sits well above 0 and well below 1, and RL has signal to sharpen it within minutes on a CPU.
+fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two policies come out of it:
 
-    python scripts/build_embedded_policy.py [--output trl_lite/assets/arith_policy] [--max-steps 2000]
+- `arith_policy` ("label-noise", the tests', ablations' and lab's ADD policy): 35% of the SFT answers
+  (`--label-noise`) are off by 1 or 10, so the policy's greedy answer is mostly right while a sampled one is often wrong:
+  its sampled pass rate sits well above 0 and well below 1, and RL has signal to sharpen it within minutes on a CPU.
+- `arith_carry` ("carry-habit", the main job's default start): 70% of the SFT answers whose sum carries into the
+  hundreds drop that carry (`--carry-habit`), and 10% of the others are off by 1 or 10. Its greedy answer is a+b-100 wherever that
+  carry occurs, so greedy accuracy on the hard level starts near 0.45 and RL has a habit to fix. It needs more steps
+  (at 2,000 its hard greedy accuracy was 0.16).
+
+    python scripts/build_embedded_policy.py                     # arith_policy: 2,000 steps, about 5 min on 2 cores
+    python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry --label-noise 0.1 --carry-habit 0.7 \\
+        --max-steps 5000                                        # arith_carry: about 9 min on 2 cores
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from datasets import concatenate_datasets  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, set_seed  # noqa: E402
 from trl import SFTConfig, SFTTrainer  # noqa: E402
 
-from trl_lite.tasks.arithmetic import arithmetic_dataset, pass_rate  # noqa: E402
+from trl_lite.tasks.arithmetic import arithmetic_dataset, carries_into_hundreds, pass_rate  # noqa: E402
 from trl_lite.tasks.char_tokenizer import char_tokenizer  # noqa: E402
 
 CHARS = string.digits + "+-*=\\{}() boxed"
@@ -38,23 +46,25 @@ CHAT_TEMPLATE = (
 )
 
 
-def _noisy(answer: str, index: int, seed: int, label_noise: float) -> str:
+def _noisy(answer: str, index: int, seed: int, label_noise: float, carry_habit: float = 0.0, question: str = "") -> str:
     rng = random.Random(seed * 1_000_003 + index)
+    if carry_habit and rng.random() < carry_habit:
+        if carries_into_hundreds(question):  # the carry into the hundreds is dropped
+            return str(int(answer) - 100)
     if rng.random() >= label_noise:
         return answer
     return str(int(answer) + rng.choice([-10, -1, 1, 10]))
 
 
-def sft_dataset(seed: int, label_noise: float):
+def sft_dataset(seed: int, label_noise: float, carry_habit: float = 0.0):
     data = concatenate_datasets(
         [arithmetic_dataset("easy", seed=seed)] * 4
         + [arithmetic_dataset("medium", num_per_level=4000, seed=seed)]
         + [arithmetic_dataset("hard", num_per_level=8000, seed=seed)]
     ).shuffle(seed=seed)
     return data.map(
-        lambda row, i: {"completion": [
-            {"role": "assistant", "content": f"\\boxed{{{_noisy(row['answer'], i, seed, label_noise)}}}"}
-        ]},
+        lambda row, i: {"completion": [{"role": "assistant", "content": "\\boxed{%s}" % _noisy(
+            row["answer"], i, seed, label_noise, carry_habit, row["prompt"][-1]["content"])}]},
         with_indices=True,
         remove_columns=["answer", "source", "difficulty"],
     )
@@ -95,10 +105,12 @@ def main():
     parser.add_argument("--max-steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label-noise", type=float, default=0.35)
+    parser.add_argument("--carry-habit", type=float, default=0.0,
+                        help="share of the SFT answers whose carry into the hundreds is dropped, where there is one")
     args = parser.parse_args()
     set_seed(args.seed)
     tokenizer = char_tokenizer(CHARS, CHAT_TEMPLATE)
-    model = sft_tiny_llama(tokenizer, sft_dataset(args.seed, args.label_noise), max_positions=64,
+    model = sft_tiny_llama(tokenizer, sft_dataset(args.seed, args.label_noise, args.carry_habit), max_positions=64,
                            max_steps=args.max_steps, seed=args.seed, warmup_steps=30, logging_steps=50)
     for level in ("easy", "medium", "hard"):
         test = arithmetic_dataset(level, split="test", num_per_level=300)

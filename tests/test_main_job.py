@@ -144,6 +144,34 @@ def test_embedded_policy_has_rl_signal():
     assert 0.1 < sampled < 0.9, sampled  # well above 0 and well below 1: RL has signal
 
 
+def test_carry_habit_policy_drops_the_carry_greedily():
+    # The main job's default start (scripts/build_embedded_policy.py --carry-habit 0.7): on held-out hard problems whose
+    # sum carries into the hundreds, the greedy answer is a+b-100 (as built: 170 of 171, 0.994), elsewhere it is right
+    # (129 of 129). So its greedy accuracy is the share without that carry, 129/300 = 0.43, and RL has a greedy error
+    # to fix, not only samples to sharpen.
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_lite.data import transformers_sampler
+    from trl_lite.rewards import completion_text, last_boxed
+    from trl_lite.tasks.arithmetic import arithmetic_dataset, carries_into_hundreds, embedded_policy_path
+
+    path = embedded_policy_path("carry-habit")
+    assert sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*"))) < 20 * 2**20  # under 20 MB
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    hard = arithmetic_dataset("hard", split="test", num_per_level=300)
+    sample = transformers_sampler(model, tokenizer, max_new_tokens=14, greedy=True, temperature=1.0, top_p=None,
+                                  top_k=None, batch_size=256, seed=0)
+    answers = [last_boxed(completion_text(group[0])) for group in sample(list(hard["prompt"]), 1)]
+    carry = [carries_into_hundreds(prompt[-1]["content"]) for prompt in hard["prompt"]]
+    dropped = [got == str(int(gold) - 100) for got, gold, c in zip(answers, hard["answer"], carry) if c]
+    right = [got == gold for got, gold, c in zip(answers, hard["answer"], carry) if not c]
+    assert len(dropped) > 100 and len(right) > 100
+    assert sum(dropped) / len(dropped) > 0.9 and sum(right) / len(right) > 0.9
+    assert carries_into_hundreds("150+50") and not carries_into_hundreds("149+50")  # 50+50 = 100; 49+50 = 99
+    with pytest.raises(ValueError, match="kind='careful' .*'label-noise', 'carry-habit'"):
+        embedded_policy_path("careful")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -225,6 +253,11 @@ def test_recipe_flag_runs_the_cpu_job_with_dapo(tmp_path):
     # `--task sumk` alone: the SUM-k run, with its own lengths
     sumk_script, sumk, _ = train_lite.parse_cli(["--task", "sumk", "--recipe", "dapo"])
     assert (sumk.max_steps, sumk.max_completion_length, sumk.recipe, sumk_script.task) == (60, 96, "dapo", "sumk")
+    # choosing the shipped policy or the seed keeps the CPU run; the default start is the carry-habit policy
+    assert script_args.arithmetic_policy == "carry-habit"
+    noisy_script, noisy, _ = train_lite.parse_cli(["--arithmetic_policy", "label-noise", "--seed=3"])
+    assert (noisy_script.arithmetic_policy, noisy.max_steps, noisy.learning_rate, noisy.seed) == ("label-noise", 200,
+                                                                                                 1e-4, 3)
     training_args.max_steps, training_args.output_dir = 2, str(tmp_path)  # 2 steps are enough to go end to end
     train_lite.main(script_args, training_args, model_args)
     card = (tmp_path / "README.md").read_text()
