@@ -239,6 +239,36 @@ def test_shipped_lab_policies():
         sumk_policy_path("instruct")
 
 
+def test_teacher_forced_token_measures_match_one_unpadded_forward():
+    """`token_probabilities` and `token_entropies` batch completions of different lengths (one empty) with left
+    padding; each value must equal the one from a forward pass over that sequence alone."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_lite.lab.measure import token_entropies, token_probabilities
+    from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path
+
+    path = sumk_policy_path("base")
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    prompts = list(sumk_dataset(3, split="test", seed=0)["prompt"])
+    completions = [tokenizer("b6=11;", add_special_tokens=False)["input_ids"],
+                   tokenizer("\\boxed{7}", add_special_tokens=False)["input_ids"], []]
+    probs = token_probabilities(model, tokenizer, prompts, completions)
+    entropies = token_entropies(model, tokenizer, prompts, completions)
+    expected_p, expected_h = [], []
+    for prompt, completion in zip(prompts, completions):
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=torch.tensor([ids + completion])).logits[0, :-1].float(), -1)
+        for i, token in enumerate(completion):  # position len(ids) - 1 + i predicts completion token i
+            row = logp[len(ids) - 1 + i]
+            expected_p.append(row[token].exp().item())
+            expected_h.append(-(row.exp() * row).sum().item())
+    assert len(probs) == len(entropies) == sum(map(len, completions)) == len(expected_p) > 0
+    assert probs == pytest.approx(expected_p, abs=1e-5) and entropies == pytest.approx(expected_h, abs=1e-4)
+    assert all(0 < p <= 1 for p in probs)
+
+
 def test_audit_tiny(tmp_path):
     # 8 prompts, 8 steps (one SUM-k generation batch, 2 passes of 4 steps), 8 held-out problems: every check runs
     from trl_lite.lab import audit

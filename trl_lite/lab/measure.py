@@ -84,11 +84,10 @@ def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: 
     return [out[i : i + samples] for i in range(0, len(out), samples)]
 
 
-def token_entropies(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
-                    batch_size: int = 64) -> list[float]:
-    """The policy's entropy (nats) at every completion token, teacher-forced on the given completions."""
+def _completion_logps(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]], batch_size: int):
+    """Yields, per completion, the policy's log-probabilities over the vocabulary at each of its tokens (L, V),
+    teacher-forced."""
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    values: list[float] = []
     for start in range(0, len(texts), batch_size):
         prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[start : start + batch_size]]
         rows = [p + c for p, c in zip(prompt_ids, completions[start : start + batch_size])]
@@ -97,12 +96,24 @@ def token_entropies(model, tokenizer, prompts: list[list[dict]], completions: li
         attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])  # (B, T)
         with torch.no_grad():
             logits = model(input_ids=ids.to(model.device), attention_mask=attention.to(model.device)).logits.float()
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1): position t predicts token t+1
-        entropy = -(logp.exp() * logp).sum(-1)  # (B, T-1)
-        for i, (p, c) in enumerate(zip(prompt_ids, completions[start : start + batch_size])):
-            end = width - 1
-            values.extend(entropy[i, end - len(c) : end].tolist())
-    return values
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1, V): position t predicts token t+1
+        for i, c in enumerate(completions[start : start + batch_size]):
+            yield logp[i, width - 1 - len(c) : width - 1]
+
+
+def token_entropies(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
+                    batch_size: int = 64) -> list[float]:
+    """The policy's entropy (nats) at every completion token, teacher-forced on the given completions."""
+    return [value for logp in _completion_logps(model, tokenizer, prompts, completions, batch_size)
+            for value in (-(logp.exp() * logp).sum(-1)).tolist()]
+
+
+def token_probabilities(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
+                        batch_size: int = 64) -> list[float]:
+    """The policy's probability of every completion token, teacher-forced. A token sampled with probability p can be
+    clipped at the high bound only if p < 1 / (1 + epsilon_high): its ratio pi / pi_old cannot exceed 1 / p."""
+    return [value for logp, c in zip(_completion_logps(model, tokenizer, prompts, completions, batch_size), completions)
+            for value in logp.gather(-1, torch.tensor(c, dtype=torch.long).unsqueeze(-1)).squeeze(-1).exp().tolist()]
 
 
 def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str], ks: list[int], tokenizer, *,
