@@ -182,13 +182,14 @@ def split_by_difficulty(
 
 def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temperature: float | None = 1.0,
                          top_p: float | None = 1.0, top_k: int | None = 0, greedy: bool = False, batch_size: int = 8,
-                         seed: int = 0):
+                         seed: int = 0, return_ids: bool = False):
     """A `sample(prompts, k)` with `transformers` generation, for `split_by_difficulty`, evaluation and `pass_rate`
     (`trl_lite.evaluation.make_sampler` picks vLLM instead when it is installed and a GPU is present).
 
     Sampling is seeded with `seed` on every call and the global RNG state is restored afterwards, so sampling in the
     middle of a training run (e.g. from a callback) does not change the run's own sampling. `None` for `temperature`,
-    `top_p` or `top_k` means the model's generation config; `greedy=True` decodes greedily.
+    `top_p` or `top_k` means the model's generation config; `greedy=True` decodes greedily. `return_ids=True` gives
+    each completion as `(token ids without EOS or padding, whether it ended with EOS)` instead of its text.
     """
     import torch
 
@@ -197,9 +198,15 @@ def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temper
     else:
         sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k}
 
-    def sample(prompts: list[list[dict]], k: int) -> list[list[str]]:
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+
+    def ids_and_ended(row: list[int]) -> tuple[list[int], bool]:
+        ended = eos in row
+        return (row[: row.index(eos)] if ended else [t for t in row if t != pad]), ended
+
+    def sample(prompts: list[list[dict]], k: int) -> list[list]:
         texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-        out: list[list[str]] = []
+        out: list[list] = []
         rng_state = torch.random.get_rng_state()
         torch.manual_seed(seed)
         try:
@@ -208,8 +215,10 @@ def transformers_sampler(model, tokenizer, *, max_new_tokens: int = 1024, temper
                                   add_special_tokens=False).to(model.device)
                 with torch.no_grad():
                     ids = model.generate(**batch, **sampling, num_return_sequences=k, max_new_tokens=max_new_tokens,
-                                         pad_token_id=tokenizer.pad_token_id)
-                decoded = tokenizer.batch_decode(ids[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+                                         pad_token_id=pad)
+                completions = ids[:, batch["input_ids"].shape[1]:]
+                decoded = ([ids_and_ended(row) for row in completions.tolist()] if return_ids
+                           else tokenizer.batch_decode(completions, skip_special_tokens=True))
                 out.extend(decoded[i : i + k] for i in range(0, len(decoded), k))
         finally:
             torch.random.set_rng_state(rng_state)

@@ -58,30 +58,17 @@ def mean(values) -> float:
 def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: int, max_new_tokens: int,
                        seed: int = 0, batch_size: int = 128) -> list[list[tuple[list[int], bool]]]:
     """`samples` completions per prompt at temperature 1 (no top-k/top-p), as token ids without EOS/padding, with
-    whether each ended with EOS. Seeded, and the global RNG state is restored afterwards.
+    whether each ended with EOS (`trl_lite.data.transformers_sampler` with `return_ids=True`). Seeded, and the global
+    RNG state is restored afterwards.
 
     A shorter budget needs no second generation: sampling is token by token, so the completion a budget `L` would
     have produced is the first `L` tokens of this one (truncated at `L` when no EOS came before)."""
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    out = []
-    state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
+    from ..data import transformers_sampler
+
     model.eval()
-    try:
-        for start in range(0, len(texts), batch_size):
-            batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
-                              add_special_tokens=False).to(model.device)
-            with torch.no_grad():
-                ids = model.generate(**batch, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                                     num_return_sequences=samples, max_new_tokens=max_new_tokens, pad_token_id=pad)
-            for row in ids[:, batch["input_ids"].shape[1]:].tolist():
-                ended = eos in row
-                row = row[: row.index(eos)] if ended else [t for t in row if t != pad]
-                out.append((row, ended))
-    finally:
-        torch.random.set_rng_state(state)
-    return [out[i : i + samples] for i in range(0, len(out), samples)]
+    sample = transformers_sampler(model, tokenizer, max_new_tokens=max_new_tokens, temperature=1.0, top_p=1.0, top_k=0,
+                                  batch_size=batch_size, seed=seed, return_ids=True)
+    return sample(prompts, samples)
 
 
 def _completion_logps(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]], batch_size: int):
