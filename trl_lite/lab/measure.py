@@ -99,8 +99,11 @@ def token_probabilities(model, tokenizer, prompts: list[list[dict]], completions
                         batch_size: int = 64) -> list[float]:
     """The policy's probability of every completion token, teacher-forced. A token sampled with probability p can be
     clipped at the high bound only if p < 1 / (1 + epsilon_high): its ratio pi / pi_old cannot exceed 1 / p."""
-    return [value for logp, c in zip(_completion_logps(model, tokenizer, prompts, completions, batch_size), completions)
-            for value in logp.gather(-1, torch.tensor(c, dtype=torch.long).unsqueeze(-1)).squeeze(-1).exp().tolist()]
+    values: list[float] = []
+    for logp, completion in zip(_completion_logps(model, tokenizer, prompts, completions, batch_size), completions):
+        index = torch.tensor(completion, dtype=torch.long, device=logp.device).unsqueeze(-1)  # (L, 1)
+        values.extend(logp.gather(-1, index).squeeze(-1).exp().tolist())
+    return values
 
 
 def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str], ks: list[int], tokenizer, *,
