@@ -240,11 +240,11 @@ def test_shipped_lab_policies():
 
 
 def test_teacher_forced_token_measures_match_one_unpadded_forward():
-    """`token_probabilities` and `token_entropies` batch completions of different lengths (one empty) with left
-    padding; each value must equal the one from a forward pass over that sequence alone."""
+    """`token_measures` (and `token_entropies`, read from it) batches completions of different lengths (one empty)
+    with left padding; each value must equal the one from a forward pass over that sequence alone."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_lite.lab.measure import token_entropies, token_probabilities
+    from trl_lite.lab.measure import token_entropies, token_measures
     from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path
 
     path = sumk_policy_path("base")
@@ -252,8 +252,9 @@ def test_teacher_forced_token_measures_match_one_unpadded_forward():
     prompts = list(sumk_dataset(3, split="test", seed=0)["prompt"])
     completions = [tokenizer("b6=11;", add_special_tokens=False)["input_ids"],
                    tokenizer("\\boxed{7}", add_special_tokens=False)["input_ids"], []]
-    probs = token_probabilities(model, tokenizer, prompts, completions)
-    entropies = token_entropies(model, tokenizer, prompts, completions)
+    measures = token_measures(model, tokenizer, prompts, completions)
+    probs, entropies = measures["prob"], measures["entropy"]
+    assert token_entropies(model, tokenizer, prompts, completions) == entropies
     expected_p, expected_h = [], []
     for prompt, completion in zip(prompts, completions):
         text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)

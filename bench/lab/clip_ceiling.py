@@ -22,8 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from trl_lite.lab.experiments import LOOSE  # noqa: E402
-from trl_lite.rewards import last_boxed  # noqa: E402
-from trl_lite.lab.measure import mean, sample_completions, token_entropies, token_probabilities  # noqa: E402
+from trl_lite.lab.measure import mean, sample_completions, sample_rewards, token_measures  # noqa: E402
 from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path  # noqa: E402
 
 
@@ -40,11 +39,10 @@ def main():
         model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
         groups = sample_completions(model, tokenizer, prompts, samples=8, max_new_tokens=LOOSE, seed=0)
         rows = [(prompt, ids) for prompt, group in zip(prompts, groups) for ids, _ in group]
-        rewards = [[float(ended and last_boxed(tokenizer.decode(ids)) == answer) for ids, ended in group]
-                   for group, answer in zip(groups, data["answer"])]
+        rewards = sample_rewards(groups, data["answer"], tokenizer)
         positive = [r > mean(group) for group in rewards for r in group]  # A > 0 under any mean-subtracting scheme
-        probs = token_probabilities(model, tokenizer, [p for p, _ in rows], [ids for _, ids in rows])
-        entropy = token_entropies(model, tokenizer, [p for p, _ in rows], [ids for _, ids in rows])
+        measures = token_measures(model, tokenizer, [p for p, _ in rows], [ids for _, ids in rows])
+        probs, entropy = measures["prob"], measures["entropy"]
         up = [pos for (_, ids), pos in zip(rows, positive) for _ in ids]  # per token: its completion's A > 0
         share = lambda eps: mean([p < 1 / (1 + eps) for p in probs])  # noqa: E731
         both = mean([p < 1 / 1.2 and u for p, u in zip(probs, up)])

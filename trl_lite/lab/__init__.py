@@ -67,8 +67,7 @@ def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: i
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..ablate import read_metrics
-    from ..rewards import last_boxed
-    from .measure import mean, sample_completions
+    from .measure import mean, sample_completions, sample_rewards
     from .experiments import LOOSE
     from .runner import ADD_BUDGET, EVAL_PROBLEMS, add_mixes, initial_eval, policy_path, run_arm, run_folder, train_set
 
@@ -82,8 +81,7 @@ def audit(output_dir: str, *, progress: bool = True, prompts: int = 32, steps: i
         data = train_set(source, output_dir, seed=0).select(range(prompts))
         budget = ADD_BUDGET if source.task == "add" else LOOSE
         groups = sample_completions(model, tokenizer, list(data["prompt"]), samples=8, max_new_tokens=budget)
-        rewards = torch.tensor([float(ended and last_boxed(tokenizer.decode(ids)) == answer)
-                                for group, answer in zip(groups, data["answer"]) for ids, ended in group])
+        rewards = torch.tensor([r for group in sample_rewards(groups, data["answer"], tokenizer) for r in group])
         out["advantages"][f"{source.task}-{source.data}"] = _advantage_audit(rewards, 8)
     pilots = os.path.join(output_dir, f"audit-{steps}steps")
     for policy in ("base", "aligned"):  # 2. clip census and 4. length-gap pilot: short runs

@@ -71,10 +71,13 @@ def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: 
     return sample(prompts, samples)
 
 
-def _completion_logps(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]], batch_size: int):
-    """Yields, per completion, the policy's log-probabilities over the vocabulary at each of its tokens (L, V),
-    teacher-forced."""
+def token_measures(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
+                   batch_size: int = 64) -> dict[str, list[float]]:
+    """The policy's probability of (`"prob"`) and entropy in nats at (`"entropy"`) every completion token,
+    teacher-forced on the given completions, from one forward pass per batch. A token sampled with probability p can
+    be clipped at the high bound only if p < 1 / (1 + epsilon_high): its ratio pi / pi_old cannot exceed 1 / p."""
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    out: dict[str, list[float]] = {"prob": [], "entropy": []}
     for start in range(0, len(texts), batch_size):
         prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[start : start + batch_size]]
         rows = [p + c for p, c in zip(prompt_ids, completions[start : start + batch_size])]
@@ -84,26 +87,32 @@ def _completion_logps(model, tokenizer, prompts: list[list[dict]], completions: 
         with torch.no_grad():
             logits = model(input_ids=ids.to(model.device), attention_mask=attention.to(model.device)).logits.float()
         logp = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1, V): position t predicts token t+1
-        for i, c in enumerate(completions[start : start + batch_size]):
-            yield logp[i, width - 1 - len(c) : width - 1]
+        for i, completion in enumerate(completions[start : start + batch_size]):
+            rows_logp = logp[i, width - 1 - len(completion) : width - 1]  # (L, V)
+            index = torch.tensor(completion, dtype=torch.long, device=logp.device).unsqueeze(-1)  # (L, 1)
+            out["prob"].extend(rows_logp.gather(-1, index).squeeze(-1).exp().tolist())
+            out["entropy"].extend((-(rows_logp.exp() * rows_logp).sum(-1)).tolist())
+    return out
 
 
 def token_entropies(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
                     batch_size: int = 64) -> list[float]:
     """The policy's entropy (nats) at every completion token, teacher-forced on the given completions."""
-    return [value for logp in _completion_logps(model, tokenizer, prompts, completions, batch_size)
-            for value in (-(logp.exp() * logp).sum(-1)).tolist()]
+    return token_measures(model, tokenizer, prompts, completions, batch_size)["entropy"]
 
 
-def token_probabilities(model, tokenizer, prompts: list[list[dict]], completions: list[list[int]],
-                        batch_size: int = 64) -> list[float]:
-    """The policy's probability of every completion token, teacher-forced. A token sampled with probability p can be
-    clipped at the high bound only if p < 1 / (1 + epsilon_high): its ratio pi / pi_old cannot exceed 1 / p."""
-    values: list[float] = []
-    for logp, completion in zip(_completion_logps(model, tokenizer, prompts, completions, batch_size), completions):
-        index = torch.tensor(completion, dtype=torch.long, device=logp.device).unsqueeze(-1)  # (L, 1)
-        values.extend(logp.gather(-1, index).squeeze(-1).exp().tolist())
-    return values
+def is_correct(ids: list[int], ended: bool, answer: str, tokenizer) -> bool:
+    """Whether a sampled completion (token ids without EOS, ended with EOS or not) earns reward 1: it ended, and its
+    last `\\boxed{}` holds the answer."""
+    from ..rewards import last_boxed
+
+    return ended and last_boxed(tokenizer.decode(ids)) == answer
+
+
+def sample_rewards(groups: list[list[tuple[list[int], bool]]], answers: list[str], tokenizer) -> list[list[float]]:
+    """The {0,1} reward of every sample of `sample_completions`, per problem."""
+    return [[float(is_correct(ids, ended, answer, tokenizer)) for ids, ended in group]
+            for group, answer in zip(groups, answers)]
 
 
 def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str], ks: list[int], tokenizer, *,
@@ -133,7 +142,7 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
                 done = ended and len(ids) < budget  # the EOS counts in the budget, as in TRL
                 text = tokenizer.decode(cut)
                 ok = done and last_boxed(text) == answer
-                full_ok = ended and last_boxed(tokenizer.decode(ids)) == answer
+                full_ok = is_correct(ids, ended, answer, tokenizer)
                 c_problem += ok
                 total += 1
                 lengths[ok].append(len(cut))

@@ -155,7 +155,6 @@ def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, samples
     return out
 
 
-
 def initial_eval(arm: Arm, output_dir: str, problems: int = EVAL_PROBLEMS) -> dict:
     """The untrained policy's evaluation (cached)."""
     policy = arm.data if arm.task == "sumk" else "policy"
