@@ -121,6 +121,24 @@ def test_experiments_cover_the_eight_takeaways():
     assert TIGHT < LOOSE and EXPERIMENTS["7"].arms["on"].settings["max_completion_length"] == TIGHT
 
 
+def test_t5_needs_enough_clips_to_see_the_connectives():
+    """T5's effect is -1 whenever no connective was clipped; that is a finding only if, with clipping blind to the token
+    class, at least 5 of the clipped tokens would have been connectives (e^-5 < 1% chance of none)."""
+    from trl_lite.lab.experiments import _t5_requires
+
+    def runs(clipped, tokens):
+        return {"base 0.2": {"train": {"clipped_high_by_class": clipped, "tokens_by_class": tokens}}}
+
+    # the lab's seed 0: 30 clipped of 17,634 tokens, 331 connectives (1.9%): 30 * 331 / 17634 = 0.56 expected
+    reason = _t5_requires(runs({"digit": 29, "tag": 1}, {"digit": 9000.0, "connective": 331.0, "other": 8303.0}))
+    assert "30 tokens clipped" in reason and "(1.9%)" in reason and "0.6 of them" in reason
+    # 500 clipped at a 1% share: 5 expected, enough (none clipped would then be a result)
+    assert _t5_requires(runs({"digit": 500}, {"digit": 99.0, "connective": 1.0})) is None
+    assert _t5_requires(runs({"digit": 499}, {"digit": 99.0, "connective": 1.0})) is not None  # 4.99 expected
+    assert _t5_requires(runs({}, {"connective": 1.0})) == "no token was clipped at the high bound"
+    assert _t5_requires(runs({"digit": 9}, {"digit": 1.0})) == "the policy emitted no connective tokens"
+
+
 def test_lab_rejects_bad_input(tmp_path):
     from trl_lite.lab import run
 

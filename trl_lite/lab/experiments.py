@@ -215,12 +215,21 @@ def _over_representation(label: str, cls: str = "connective"):
     return get
 
 
+MIN_EXPECTED_CLIPS = 5  # P(no connective clipped | 5 expected) = e^-5 < 1%: below it, "never clipped" is chance
+
+
 def _t5_requires(runs):
+    """T5 can tell only if, were clipping blind to the token class, enough clipped tokens would be connectives."""
     train = runs["base 0.2"]["train"]
-    if not sum(train["clipped_high_by_class"].values()):
+    clipped, tokens = sum(train["clipped_high_by_class"].values()), train["tokens_by_class"]
+    if not clipped:
         return "no token was clipped at the high bound"
-    if not train["tokens_by_class"].get("connective"):
+    if not tokens.get("connective"):
         return "the policy emitted no connective tokens"
+    share = tokens["connective"] / sum(tokens.values())
+    if clipped * share < MIN_EXPECTED_CLIPS:
+        return (f"{clipped:.0f} tokens clipped at the high bound; at the connectives' share of tokens ({share:.1%}) "
+                f"{clipped * share:.1f} of them would be connectives by chance, under the {MIN_EXPECTED_CLIPS} needed")
     return None
 
 
