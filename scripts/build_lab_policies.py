@@ -7,7 +7,7 @@ supervised fine-tuning with TRL's SFTTrainer on generated completions. They diff
 - `sumk_base` (base-like): mixed formats (direct 25%, step 35%, careful 10%, filler 20%, loops that never emit EOS
   10%), step-level label noise (8% of steps off by 1 or 10), noisy direct answers (30%). High entropy. Designed for
   sampled accuracy 0.3-0.5; as built it samples 0.19 right (1,000 held-out problems x 4): it answers directly in
-  about 55% of its samples (13% right, a 0.9M model cannot add k numbers in one step) and its scratchpads are right
+  about 55% of its samples (13% right: a 0.9M model does not add k numbers in one step) and its scratchpads are right
   23% of the time.
 - `sumk_aligned` (aligned-like): one clean step-by-step format and a consistent habit: a step whose units carry drops
   the carry 25% of the time. Low entropy. Designed for sampled accuracy 0.6-0.75; as built it samples 0.37 right
