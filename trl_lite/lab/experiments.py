@@ -17,7 +17,8 @@ from .measure import mean
 # LitePPOConfig fields every lab run shares (the ablation runner's built-in settings for ADD, and for SUM-k: 8 prompts
 # x 8 completions per generation batch in 4 optimizer steps of 16 and 2 passes over each batch, so that the policy
 # moves far enough from the sampling policy for the clip to act, Takeaways 4-5; lr 1e-4: at 4e-4 every arm fell
-# below its initial held-out accuracy, at 1e-4 the aligned-like policy rises 0.367 -> 0.40-0.42 over 5 seeds, bench/lab/README.md)
+# below its initial held-out accuracy, at 1e-4 the aligned-like policy rises 0.367 -> 0.40-0.42 over 5 seeds;
+# bench/lab/README.md)
 ADD_SETTINGS = {
     "per_device_train_batch_size": 16, "steps_per_generation": 4, "num_generations": 8, "max_completion_length": 14,
     "learning_rate": 1e-4, "lr_scheduler_type": "constant", "temperature": 1.0, "clipped_tokens_top_k": 64,
