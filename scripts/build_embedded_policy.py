@@ -4,12 +4,13 @@ A 4-layer character-level Llama is taught the arithmetic task's answer format (`
 fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two policies come out of it:
 
 - `arith_policy` ("label-noise", the tests', ablations' and lab's ADD policy): 35% of the SFT answers
-  (`--label-noise`) are off by 1 or 10, so the policy's greedy answer is mostly right while a sampled one is often wrong:
-  its sampled pass rate sits well above 0 and well below 1, and RL has signal to sharpen it within minutes on a CPU.
+  (`--label-noise`) are off by 1 or 10, so the policy's greedy answer is mostly right while a sampled one is often
+  wrong: its sampled pass rate sits well above 0 and well below 1, and RL has signal to sharpen it within minutes on a
+  CPU.
 - `arith_carry` ("carry-habit", the main job's default start): 70% of the SFT answers whose sum carries into the
-  hundreds drop that carry (`--carry-habit`), and 10% of the others are off by 1 or 10. Its greedy answer is a+b-100 wherever that
-  carry occurs, so greedy accuracy on the hard level starts near 0.45 and RL has a habit to fix. It needs more steps
-  (at 2,000 its hard greedy accuracy was 0.16).
+  hundreds drop that carry (`--carry-habit`), and 10% of the rest (carries kept included) are off by 1 or 10. Its
+  greedy answer is a+b-100 wherever that carry occurs, so greedy accuracy on the hard level starts near 0.45 and RL
+  has a habit to fix. It needs more steps (at 2,000 its hard greedy accuracy was 0.16).
 
     python scripts/build_embedded_policy.py                     # arith_policy: 2,000 steps, about 5 min on 2 cores
     python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry --label-noise 0.1 --carry-habit 0.7 \\

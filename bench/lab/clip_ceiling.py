@@ -32,7 +32,8 @@ def main():
     args = parser.parse_args()
     data = sumk_dataset(args.prompts, split="train", seed=0)
     prompts = list(data["prompt"])
-    print("| policy | accuracy | tokens | p < 0.833 | p < 0.781 | A > 0 | p < 0.833 and A > 0 | mean p | entropy (nats) |")
+    print("| policy | accuracy | tokens | p < 0.833 | p < 0.781 | A > 0 | p < 0.833 and A > 0 | mean p "
+          "| entropy (nats) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for kind in ("base", "aligned"):
         path = sumk_policy_path(kind)

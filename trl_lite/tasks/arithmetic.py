@@ -104,7 +104,8 @@ def embedded_policy_path(kind: str = "label-noise") -> str:
     import importlib.resources
 
     if kind not in EMBEDDED_POLICIES:
-        raise ValueError(f"kind={kind!r} is not a shipped arithmetic policy; expected one of {list(EMBEDDED_POLICIES)}.")
+        raise ValueError(
+            f"kind={kind!r} is not a shipped arithmetic policy; expected one of {list(EMBEDDED_POLICIES)}.")
     return str(importlib.resources.files("trl_lite").joinpath(EMBEDDED_POLICIES[kind]))
 
 
