@@ -1,8 +1,8 @@
-"""The main job, examples/train_lite.py: the offline CPU default, LoRA, DDP and ZeRO-3 with two processes, the model
-card, the offline push, the recipes and launch configs, and the embedded policy's signal."""
+"""The main job, `trl-lite train` (`trl_lite/train.py`; `examples/train_lite.py` is a thin launcher for it): the
+offline CPU demo, defaults merged field by field, recipes and shipped configs, launching through accelerate, LoRA, DDP
+and ZeRO-3 with two processes, the model card, the offline push, and the embedded policy's signal."""
 
 import glob
-import importlib.util
 import json
 import os
 import socket
@@ -14,20 +14,17 @@ import yaml
 from trl import ModelConfig, TrlParser
 
 from trl_lite import LitePPOConfig
+from trl_lite import train as train_lite
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "train_lite.py")
-_spec = importlib.util.spec_from_file_location("train_lite", SCRIPT)
-train_lite = importlib.util.module_from_spec(_spec)
-sys.modules["train_lite"] = train_lite  # dataclasses look their module up there
-_spec.loader.exec_module(train_lite)
+PACKAGE = os.path.join(ROOT, "trl_lite")
 
 
 def _args(output_dir, *extra):
-    # The CPU defaults, shortened: 2 optimizer steps and 50 held-out problems exercise the whole pipeline.
-    argv = [*train_lite.CPU_DEFAULTS, "--use_cpu", "--max_steps", "2", "--logging_steps", "1",
-            "--eval_problems", "50", "--output_dir", str(output_dir), *extra]
-    return TrlParser((train_lite.ScriptArguments, LitePPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+    # The demo, shortened: 2 optimizer steps and 50 held-out problems exercise the whole pipeline.
+    return train_lite.parse_cli(["--max_steps", "2", "--logging_steps", "1", "--eval_problems", "50",
+                                 "--output_dir", str(output_dir), *extra])
 
 
 def _card(output_dir) -> str:
@@ -180,7 +177,7 @@ def _free_port() -> int:
 
 def _torchrun(tmp_path, *extra):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), SCRIPT, *train_lite.CPU_DEFAULTS, "--use_cpu", "--max_steps", "2",
+           "--master_port", str(_free_port()), SCRIPT, "--max_steps", "2",
            "--per_device_train_batch_size", "32", "--output_dir", str(tmp_path / "out"), *extra]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -209,7 +206,7 @@ def test_deepspeed_zero3_two_processes(tmp_path):
     assert "| optimizer steps | 2 of 2 |" in _card(tmp_path / "out")
 
 
-@pytest.mark.parametrize("recipe", sorted(glob.glob(os.path.join(ROOT, "examples", "recipes", "*.yaml"))),
+@pytest.mark.parametrize("recipe", sorted(glob.glob(os.path.join(PACKAGE, "recipe_configs", "*.yaml"))),
                          ids=os.path.basename)
 def test_recipes_parse_to_the_paper_settings(recipe):
     overrides = ["--config", recipe, "--bf16", "false", "--use_cpu", "--use_vllm", "false"]  # CPU-only parse
@@ -235,7 +232,7 @@ def test_recipes_parse_to_the_paper_settings(recipe):
 
 def test_accelerate_configs():
     configs = {os.path.basename(p): yaml.safe_load(open(p))
-               for p in glob.glob(os.path.join(ROOT, "examples", "accelerate_configs", "*.yaml"))}
+               for p in glob.glob(os.path.join(PACKAGE, "accelerate_configs", "*.yaml"))}
     assert configs["single_gpu.yaml"]["num_processes"] == 1
     assert configs["multi_gpu.yaml"]["distributed_type"] == "MULTI_GPU"
     assert configs["deepspeed_zero2.yaml"]["deepspeed_config"]["zero_stage"] == 2
@@ -267,3 +264,119 @@ def test_recipe_flag_runs_the_cpu_job_with_dapo(tmp_path):
     _, explicit, _ = train_lite.parse_cli(["--recipe", "dapo", "--output_dir", str(tmp_path), "--use_cpu",
                                            "--epsilon_high", "0.3", "--dynamic_sampling", "false"])
     assert (explicit.epsilon_high, explicit.dynamic_sampling, explicit.overlong_filter) == (0.3, False, True)
+
+
+# ------------------------------------------------------------------ defaults merge field by field
+def test_one_flag_overrides_only_its_own_field(tmp_path):
+    # `--max_steps 2` is the demo for 2 steps: every other field keeps the demo's value, and bf16 stays off on a CPU
+    script_args, args, model_args = train_lite.parse_cli(["--max_steps", "2"])
+    assert args.max_steps == 2 and model_args.model_name_or_path is None
+    demo = {k: v for k, v in train_lite.DEMO_DEFAULTS.items() if k not in ("max_steps", "report_to")}
+    assert {k: getattr(args, k) for k in demo} == demo
+    assert args.report_to == [] or args.report_to == ["none"] or args.report_to == "none"
+    assert args.bf16 is False
+    # the same for a flag outside the old short list of "CPU run" flags, e.g. the learning rate
+    _, args, _ = train_lite.parse_cli(["--learning_rate", "3e-5"])
+    assert (args.learning_rate, args.per_device_train_batch_size, args.max_completion_length) == (3e-5, 64, 14)
+
+
+def test_a_named_model_gets_trl_defaults_not_the_demo(tmp_path, qwen3_model_dir):
+    _, args, model_args = train_lite.parse_cli(["--model_name_or_path", str(qwen3_model_dir),
+                                                "--output_dir", str(tmp_path)])
+    fresh = LitePPOConfig(output_dir=str(tmp_path))
+    assert (args.max_steps, args.per_device_train_batch_size, args.learning_rate, args.max_completion_length) == (
+        fresh.max_steps, fresh.per_device_train_batch_size, fresh.learning_rate, fresh.max_completion_length)
+    assert args.bf16 is False  # no accelerator here: the config resolves it off (TRL's default would fail)
+
+
+def test_config_by_shipped_name_and_precedence(tmp_path):
+    # A recipe file shipped in the package, by name: it names a model, so TRL's defaults fill what it leaves unset;
+    # explicit flags win over its values.
+    _, args, model_args = train_lite.parse_cli(["--config", "lite_ppo_qwen3_4b_base", "--use_vllm", "false",
+                                                "--learning_rate", "2e-6"])
+    assert model_args.model_name_or_path == "Qwen/Qwen3-4B-Base"
+    assert (args.per_device_train_batch_size, args.max_completion_length, args.learning_rate) == (16, 8192, 2e-6)
+    assert args.output_dir == "runs/lite_ppo_qwen3_4b_base"
+    assert train_lite.resolve_config("dapo_qwen3_8b_base").endswith(os.path.join("recipe_configs",
+                                                                                  "dapo_qwen3_8b_base.yaml"))
+    with pytest.raises(ValueError, match=r"config='lite_ppo_qwen3_4b' is neither a file nor a recipe shipped with "
+                                         r"trl-lite; expected a YAML path or one of \['dapo_qwen3_4b_base'"):
+        train_lite.parse_cli(["--config", "lite_ppo_qwen3_4b"])
+    # A config without a model (what `trl-lite recommend` writes) keeps the demo for the fields it leaves unset; a
+    # --recipe under it sets defaults the file overrides.
+    rec = tmp_path / "rec.yaml"
+    rec.write_text("loss_aggregation: seq-mean-token-mean\nepsilon_high: 0.32\nmax_steps: 7\n")
+    _, args, _ = train_lite.parse_cli([f"--config={rec}", "--recipe", "dapo"])
+    assert (args.loss_aggregation, args.epsilon_high, args.max_steps) == ("seq-mean-token-mean", 0.32, 7)
+    assert (args.dynamic_sampling, args.per_device_train_batch_size, args.max_completion_length) == (True, 64, 14)
+
+
+def test_unknown_flag_names_its_closest_match(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_lite.cli(["--max_step", "2"])
+    assert str(exit_info.value) == "trl-lite train: error: unrecognized flag --max_step; did you mean --max_steps?"
+    with pytest.raises(SystemExit) as exit_info:
+        train_lite.cli(["--num_proceses", "2"])  # a launch flag is suggested too
+    assert "did you mean --num_processes" in str(exit_info.value)
+
+
+def test_missing_dataset_file_and_unreachable_model_are_one_line(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match=r"dataset_name='missing.jsonl': no such file or folder; expected a Hub id"):
+        train_lite.main(*_args(tmp_path, "--dataset_name", "missing.jsonl"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit) as exit_info:
+        train_lite.main(*_args(tmp_path, "--model_name_or_path", "someone/not-cached-here"))
+    message = str(exit_info.value)
+    assert "'someone/not-cached-here'" in message and "--model_name_or_path" in message and "\n" not in message
+
+
+def test_launch_flags_go_to_accelerate():
+    parser = train_lite.make_parser()
+    launch = train_lite._launch_flags()
+    argv = ["--accelerate_config", "multi_gpu", "--num_processes", "2", "--max_steps", "3",
+            "--gradient_accumulation_steps", "2", "--main_process_port=29511", "--lora_target_modules", "q_proj", "v_proj"]
+    train, accel, unknown = train_lite._split(argv, train_lite._option_strings(parser), launch)
+    # a flag both parsers know (gradient_accumulation_steps) is the training run's, as in TRL's CLI
+    assert train == ["--max_steps", "3", "--gradient_accumulation_steps", "2", "--lora_target_modules", "q_proj",
+                     "v_proj"]
+    assert accel == ["--accelerate_config", "multi_gpu", "--num_processes", "2", "--main_process_port=29511"]
+    assert unknown == []
+    args = train_lite.launch_args(accel)
+    shipped = os.path.join(PACKAGE, "accelerate_configs", "multi_gpu.yaml")
+    assert args[:2] == ["--config_file", shipped] and args[2:5] == ["--num_processes", "2", "--main_process_port=29511"]
+    assert args[5:] == ["--mixed_precision", "no"]  # no accelerator here: the shipped configs' bf16 is turned off
+    with pytest.raises(ValueError, match=r"accelerate_config='zero9' is neither a file nor a config shipped with "
+                                         r"trl-lite; expected a YAML path or one of \['deepspeed_zero2'"):
+        train_lite.launch_args(["--accelerate_config", "zero9"])
+
+
+# ------------------------------------------------------------------ the demo checkpoints, and the card says where
+def test_demo_checkpoints_keeps_the_last_and_resumes(tmp_path):
+    # save_steps 1 over 3 steps: checkpoints 1, 2, 3 are written and only the last is kept (save_total_limit 1)
+    train_lite.main(*_args(tmp_path, "--max_steps", "3", "--save_steps", "1"))
+    assert sorted(os.listdir(tmp_path / "checkpoint-3")) and not os.path.exists(tmp_path / "checkpoint-2")
+    assert glob.glob(str(tmp_path / "checkpoint-*")) == [str(tmp_path / "checkpoint-3")]
+    state = json.loads((tmp_path / "trainer_state.json").read_text())  # the run's metrics, next to the model
+    assert state["global_step"] == 3 and [log["step"] for log in state["log_history"] if "loss" in log] == [1, 2, 3]
+    card = _card(tmp_path)
+    # the quick start loads the model from where it was saved, and a run with every default is Lite PPO
+    assert f'model="{tmp_path}"' in card
+    assert "| recipe | lite_ppo (matching settings) |" in card
+    # the same command plus --resume_from_checkpoint true continues from checkpoint-3
+    train_lite.main(*_args(tmp_path, "--max_steps", "4", "--save_steps", "1", "--resume_from_checkpoint", "true"))
+    assert json.loads((tmp_path / "trainer_state.json").read_text())["global_step"] == 4
+
+
+@pytest.mark.slow
+def test_trl_lite_train_launches_two_processes_through_accelerate(tmp_path):
+    # `trl-lite train --accelerate_config multi_gpu --num_processes 2`: a shipped config, 2 CPU processes (gloo)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "trl_lite.cli", "train", "--accelerate_config", "multi_gpu", "--num_processes", "2",
+           "--main_process_port", str(_free_port()), "--max_steps", "2", "--per_device_train_batch_size", "32",
+           "--eval_problems", "20", "--output_dir", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.count("held-out accuracy on 20") == 1  # printed by the main process only
+    # 2 processes x 32 completions: the card's global batch says both processes trained
+    assert "| global batch (completions per optimizer step) | 64 |" in _card(out)

@@ -1,14 +1,18 @@
-"""The `trl-lite` command: `trl-lite eval ...` (`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`),
-`trl-lite ablate ...` (`trl_lite.ablate`), `trl-lite lab ...` (`trl_lite.lab`)."""
+"""The `trl-lite` command: `trl-lite train ...` (`trl_lite.train`, the main job), `trl-lite eval ...`
+(`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`), `trl-lite ablate ...` (`trl_lite.ablate`),
+`trl-lite lab ...` (`trl_lite.lab`). Each command's module is imported only when that command runs."""
 
 from __future__ import annotations
 
 import sys
 
-COMMANDS = {"eval": "trl_lite.evaluation", "recommend": "trl_lite.recommend", "ablate": "trl_lite.ablate", "lab": "trl_lite.lab"}
+# command -> "module:function"; the function takes the arguments after the command
+COMMANDS = {"train": "trl_lite.train:cli", "eval": "trl_lite.evaluation:main", "recommend": "trl_lite.recommend:main",
+            "ablate": "trl_lite.ablate:main", "lab": "trl_lite.lab:main"}
 
 
 SUMMARIES = {
+    "train": "the main job: Lite PPO on a model and dataset (no arguments: a CPU demo); --accelerate_config to launch",
     "eval": "accuracy and pass@k of a model on the math benchmarks (JSON and markdown)",
     "recommend": "a LitePPOConfig YAML from the paper's decision guide",
     "ablate": "recipes x seeds as training runs, with figures and a summary table",
@@ -35,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"{USAGE}\ntrl-lite: expected a command among {list(COMMANDS)}; got {given} (see trl-lite --help)")
     import importlib
 
-    importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    module, function = COMMANDS[argv[0]].split(":")
+    getattr(importlib.import_module(module), function)(argv[1:])
     return 0
 
 

@@ -3,11 +3,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
+from transformers.utils import logging
 from trl import GRPOConfig
 
 from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, AUTO_STD_KEEP
 from .aggregation import AGGREGATIONS, OBJECTIVE_LOSS_TYPES, TRL_LOSS_TYPE_TO_AGGREGATION
 from .recipes import recipe_settings
+
+logger = logging.get_logger(__name__)
+
+
+def _bf16_supported(use_cpu: bool) -> bool:
+    """Whether an unset `bf16` can resolve to on: an accelerator with bf16 support is present and not turned off."""
+    from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
+
+    return not use_cpu and (is_torch_bf16_gpu_available() or is_torch_xla_available())
+
 
 # TRL `scale_rewards` (after TRL's own True/False translation) -> `advantage_std`
 _SCALE_REWARDS_TO_STD = {"group": "group", "batch": "batch", "none": "none", True: "group", False: "none"}
@@ -107,6 +118,10 @@ class LitePPOConfig(GRPOConfig):
             Upper clip bound of the PPO ratio, `1 + epsilon_high`; defaults to `epsilon` (TRL's field, unchanged).
             Clip-higher (Takeaway 4-5): `0.28` for aligned (Instruct) 8B models, up to `0.32` for aligned 4B models;
             keep `0.2` for base models, where it helps little or hurts.
+        bf16 (`bool`, *optional*):
+            TRL's field. Unset, it turns on where an accelerator with bf16 support is present (TRL's default) and off
+            otherwise, with an info line, so that a config left at its defaults trains on a CPU-only machine (TRL's
+            default there stops with transformers' "Your setup doesn't support bf16/gpu"). Set it to force either.
         scale_rewards (`str` or `bool`, *optional*):
             TRL's field, kept for compatibility: when set, it is translated to `advantage_std`. After construction it
             mirrors `advantage_std` (`"none"` for a custom std).
@@ -280,6 +295,12 @@ class LitePPOConfig(GRPOConfig):
             raise ValueError(
                 f"reward_timeout={self.reward_timeout!r} is not supported; expected a number of seconds > 0, or None."
             )
+
+        if self.bf16 is None and not self.fp16 and not _bf16_supported(self.use_cpu):
+            # TRL turns an unset bf16 on, which transformers refuses on a machine without a bf16 accelerator
+            logger.info("bf16 is unset and no accelerator with bf16 support was found: training in float32 "
+                        "(bf16=False). Set bf16=True to override.")
+            self.bf16 = False
 
         super().__post_init__()
 

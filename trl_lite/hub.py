@@ -64,6 +64,17 @@ def _evaluation(log_history: list[dict], extra: dict | None) -> dict:
     return {k: (f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else v) for k, v in sorted(results.items())}
 
 
+def _recipe(args) -> str:
+    """The card's recipe row: the recipe named in the config, else the one whose settings match, else "custom"."""
+    from .recipes import matching_recipe
+
+    named = getattr(args, "recipe", None)
+    if named:
+        return named
+    matched = matching_recipe(args)
+    return f"{matched} (matching settings)" if matched else "custom"
+
+
 def render_model_card(
     args,
     log_history: list[dict],
@@ -103,7 +114,7 @@ def render_model_card(
         trainer_name=trainer_name,
         paper_id=paper.get("id"),
         citation=paper.get("citation", ""),
-        recipe=getattr(args, "recipe", None),
+        recipe=_recipe(args),
         advantage_mean=args.advantage_mean,
         advantage_std=(f"auto (threshold {args.auto_std_threshold})" if args.advantage_std == "auto"
                        else args.advantage_std),
@@ -176,7 +187,8 @@ class ModelCardMixin:
             tags=[*self._tag_names, *extra_tags],
             base_model=base_model,
             datasets=datasets,
-            model_id=self.hub_model_id or self.args.hub_model_id or name,
+            # the quick start loads from where this card is saved unless the model goes to the Hub
+            model_id=self.hub_model_id or self.args.hub_model_id or (output_dir or self.args.output_dir),
             adapter=adapter,
             evaluation=self.evaluation_results,
             global_step=self.state.global_step,

@@ -73,6 +73,25 @@ def recipe_settings(name: str) -> dict:
     return {**RECIPES.get(name)(), "recipe": name}
 
 
+def matching_recipe(args) -> str | None:
+    """The registered recipe whose method settings `args` (a `LitePPOConfig`) has, if any: every field any recipe sets
+    must equal that recipe's value, or the field's default where the recipe leaves it alone. So a config left at its
+    defaults is `lite_ppo`, and adding `overlong_filter=True` to it matches no recipe."""
+    from dataclasses import MISSING, fields
+
+    defaults = {f.name: f.default for f in fields(args) if f.default is not MISSING}
+    resolved = {name: getattr(args, name) for name in defaults}
+    resolved["epsilon_high"] = args.epsilon if args.epsilon_high is None else args.epsilon_high
+    for name in RECIPES.names():
+        settings = RECIPES.get(name)()
+        method = {key for recipe in RECIPES.names() for key in RECIPES.get(recipe)()}
+        expected = {key: settings.get(key, defaults.get(key)) for key in method}
+        expected["epsilon_high"] = settings.get("epsilon_high", expected.get("epsilon"))
+        if all(resolved.get(key) == value for key, value in expected.items()):
+            return name
+    return None
+
+
 def recipe_from_argv(argv: list[str]) -> str | None:
     """The value of `--recipe NAME` / `--recipe=NAME` in a command line, if any (the last one wins, as in argparse)."""
     found = None
