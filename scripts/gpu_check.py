@@ -10,7 +10,7 @@ steps of each check in its own process and prints a pass/fail table (also writte
 - `sleep_mode`: the same with `vllm_enable_sleep_mode=True` (the engine sleeps at level 2 between generations);
 - `dynamic_sampling`: DAPO's dynamic sampling (several generation rounds per optimizer step) with colocate;
 - `zero3`: DeepSpeed ZeRO-3 + colocate through `accelerate launch --config_file
-  examples/accelerate_configs/deepspeed_zero3.yaml` on every visible GPU;
+  trl_lite/accelerate_configs/deepspeed_zero3.yaml` on every visible GPU;
 - `standalone`: vLLM alone on the same model, prompts and lengths, the reference for generation speed.
 
 A check passes when its run finishes with finite losses, the weights moved, and TRL's importance-sampling ratio
@@ -152,7 +152,7 @@ def _launch(check: str, model_dir: str, work: str, steps: int, max_length: int =
         import torch
 
         command = ["accelerate", "launch", "--config_file",
-                   os.path.join(ROOT, "examples", "accelerate_configs", "deepspeed_zero3.yaml"),
+                   os.path.join(ROOT, "trl_lite", "accelerate_configs", "deepspeed_zero3.yaml"),
                    "--num_processes", str(torch.cuda.device_count()), script]
     else:
         command = [sys.executable, script]

@@ -27,6 +27,16 @@ def _args(output_dir, *extra):
                                  "--output_dir", str(output_dir), *extra])
 
 
+# What the demo prints with no arguments (seed 0, 200 steps, 500 held-out problems), as README.md shows it
+DEMO_TABLE = """
+held-out accuracy on 500 arithmetic/hard problems (sampled: 1 completion at temperature 1 each)
+           greedy  sampled
+before      0.454    0.502
+after       0.806    0.690
+change     +0.352   +0.188
+"""
+
+
 def _card(output_dir) -> str:
     return open(os.path.join(output_dir, "README.md")).read()
 
@@ -380,3 +390,15 @@ def test_trl_lite_train_launches_two_processes_through_accelerate(tmp_path):
     assert result.stdout.count("held-out accuracy on 20") == 1  # printed by the main process only
     # 2 processes x 32 completions: the card's global batch says both processes trained
     assert "| global batch (completions per optimizer step) | 64 |" in _card(out)
+
+
+@pytest.mark.slow
+def test_demo_figures(tmp_path):
+    # `trl-lite train` with no arguments, as a new user runs it (only the folder differs): the before/after table that
+    # README.md and docs/quickstart.md quote, to the printed digit. CPU float32 with a fixed seed repeats exactly.
+    result = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert DEMO_TABLE.strip() in result.stdout, result.stdout[-1000:]
+    run = tmp_path / "runs" / "train_lite"
+    assert (run / "checkpoint-200" / "trainer_state.json").exists() and (run / "trainer_state.json").exists()
