@@ -54,8 +54,10 @@ def test_resume_errors_name_the_field(tmp_path):
 
 
 # ------------------------------------------------------------------ the main job, end to end in subprocesses
-# The built-in arithmetic task at a small size: 2 prompts x 8 completions per step, 4 steps, a checkpoint every 2.
-MAIN_ARGS = ["--task", "arithmetic", "--eval_problems", "50", "--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2", "--per_device_train_batch_size",
+# The built-in arithmetic task at a small size: 2 prompts x 8 completions per step, 4 steps, a checkpoint every 2, all
+# kept (the demo keeps only the last; these tests resume from earlier ones).
+MAIN_ARGS = ["--task", "arithmetic", "--eval_problems", "50", "--max_steps", "4", "--save_strategy", "steps",
+             "--save_steps", "2", "--save_total_limit", "100", "--per_device_train_batch_size",
              "16", "--num_generations", "8", "--max_completion_length", "14", "--learning_rate", "1e-3",
              "--lr_scheduler_type", "constant", "--report_to", "none", "--use_cpu", "--logging_steps", "1",
              "--seed", "0", "--bf16", "false"]
