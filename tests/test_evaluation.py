@@ -160,3 +160,116 @@ def test_eval_cli_refuses_bad_numbers_by_flag(flag, value, accepted, capsys):
         evaluation.main(["--model", "unused", flag, value])
     err = capsys.readouterr().err
     assert f"{flag} " in err and "is not supported" in err and accepted in err
+
+
+################
+# An unreachable Hub: one line naming what could not be reached and the local alternative, no traceback
+################
+def _eval_cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "trl_lite.cli", "eval", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1", **(env or {})})
+
+
+def test_eval_cli_offline_without_data_dir_says_which_dataset_and_data_dir(tmp_path):
+    result = _eval_cli("--model", embedded_policy_path(), "--benchmarks", "math500,aime24",
+                       "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("trl-lite:")]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert lines[0].startswith("trl-lite: cannot reach the Hugging Face Hub for dataset 'HuggingFaceH4/MATH-500' "
+                               "(offline: HF_HUB_OFFLINE is set); pass --data-dir DIR")
+    assert "math500.jsonl, aime24.jsonl" in lines[0]  # the file names --data-dir expects
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_cli_offline_with_an_uncached_model_says_to_pass_a_local_path(tmp_path):
+    _arith_benchmarks(tmp_path / "data")
+    result = _eval_cli("--model", "trl-lite-tests/no-such-model", "--benchmarks", "math500", "--data-dir",
+                       str(tmp_path / "data"), "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("trl-lite: cannot reach the Hugging Face Hub for model 'trl-lite-tests/no-such-model' "
+                           "(offline: HF_HUB_OFFLINE is set); pass --model a local folder"), result.stderr[-3000:]
+
+
+def test_eval_cli_keeps_other_failures_as_they_are(tmp_path):
+    # A local model folder that is no model is not a Hub problem: its error is not turned into the Hub line
+    _arith_benchmarks(tmp_path / "data")
+    (tmp_path / "empty").mkdir()
+    result = _eval_cli("--model", str(tmp_path / "empty"), "--benchmarks", "math500", "--data-dir",
+                       str(tmp_path / "data"), "--output-dir", str(tmp_path / "out"))
+    assert result.returncode != 0 and "cannot reach the Hugging Face Hub" not in result.stderr
+    assert "Traceback" in result.stderr
+
+
+def _raised(make, *causes):
+    """The exception `make()` raises, raised `from` each of `causes` in turn (innermost first)."""
+    err = None
+    for cause in causes:
+        try:
+            raise cause from err
+        except BaseException as caught:  # noqa: BLE001
+            err = caught
+    try:
+        raise make() from err
+    except BaseException as caught:  # noqa: BLE001
+        return caught
+
+
+def test_hub_unreachable_on_what_the_libraries_raise_here(monkeypatch):
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    from trl_lite.hub import hub_unreachable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # datasets.load_dataset("HuggingFaceH4/MATH-500"), with or without HF_HUB_OFFLINE (no network here)
+    assert hub_unreachable(_raised(lambda: ConnectionError("Couldn't reach 'HuggingFaceH4/MATH-500' on the Hub "
+                                                           "(OfflineModeIsEnabled)"),
+                                   FileNotFoundError("Dataset HuggingFaceH4/MATH-500 is not cached in None")))
+    # AutoTokenizer.from_pretrained("Qwen/Qwen3-4B"): an OSError raised from huggingface_hub's cache miss
+    assert hub_unreachable(_raised(lambda: OSError("We couldn't connect to 'https://huggingface.co' to load the files"),
+                                   LocalEntryNotFoundError("Cannot find the requested files in the disk cache")))
+    assert hub_unreachable(OfflineModeIsEnabled("offline"))
+    # online without a network: the transport error deep in the chain
+    httpx = pytest.importorskip("httpx")
+    assert hub_unreachable(_raised(lambda: RuntimeError("wrapped"), httpx.ConnectError("Name or service not known")))
+    # not the Hub
+    for err in (FileNotFoundError("no such file: data/math500.jsonl"), ValueError("bad --n"), OSError("disk full"),
+                BrokenPipeError("math-verify worker"), _raised(lambda: RuntimeError("x"), KeyError("answer"))):
+        assert not hub_unreachable(err), err
+
+
+def test_hub_unreachable_counts_a_missing_dataset_only_offline(monkeypatch):
+    from datasets.exceptions import DatasetNotFoundError
+
+    from trl_lite.hub import hub_unreachable
+
+    err = DatasetNotFoundError("Dataset 'HuggingFaceH4/MATH-500' doesn't exist on the Hub or cannot be accessed.")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert hub_unreachable(err)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    assert not hub_unreachable(err)  # online, the Hub said it does not exist (or is gated): not a reachability issue
+
+
+def test_hub_unreachable_survives_a_cyclic_chain():
+    from trl_lite.hub import hub_unreachable
+
+    a, b = RuntimeError("a"), ValueError("b")
+    a.__context__, b.__context__ = b, a
+    assert not hub_unreachable(a)
+    b.__cause__ = ConnectionRefusedError("refused")
+    assert hub_unreachable(a)
+
+
+def test_unreachable_message_is_one_line(monkeypatch):
+    from trl_lite.hub import unreachable_message
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    line = unreachable_message("dataset", "HuggingFaceH4/MATH-500", "pass --data-dir DIR\nwith math500.jsonl")
+    assert line == ("trl-lite: cannot reach the Hugging Face Hub for dataset 'HuggingFaceH4/MATH-500' (offline: "
+                    "HF_HUB_OFFLINE is set); pass --data-dir DIR with math500.jsonl")

@@ -72,3 +72,37 @@ def test_cli():
     )
     assert result.returncode == 0, result.stderr
     assert "recipe: lite_ppo" in result.stdout and "loss_aggregation: token-mean" in result.stdout
+
+
+def test_help_shows_two_reward_scales():
+    # argparse's own display of the choices was `{0,1,-1,1}`, which reads as four values
+    result = subprocess.run([sys.executable, "-m", "trl_lite.cli", "recommend", "--help"], capture_output=True,
+                            text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "{0,1,-1,1}" not in text
+    assert "[--reward-scale SCALE]" in text and "--reward-scale SCALE rewards of a wrong and a right answer: '0,1' " \
+        "(default) or '-1,1'" in text
+
+
+@pytest.mark.parametrize("argv, scale", [
+    (["--reward-scale", "0,1"], "0,1"),
+    (["--reward-scale", "-1,1"], "-1,1"),  # a value starting with "-": argparse alone stops, "expected one argument"
+    (["--reward-scale=-1,1"], "-1,1"),
+    ([], "0,1"),
+])
+def test_cli_reward_scales(argv, scale, capsys):
+    from trl_lite.recommend import main
+
+    text = main(["--model-type", "base", "--model-size", "4B", "--max-completion-length", "8192", *argv])
+    assert f"fragile with {{{scale}}} rewards" in text and text == capsys.readouterr().out
+
+
+def test_cli_refuses_other_reward_scales(capsys):
+    from trl_lite.recommend import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--model-type", "base", "--model-size", "4B", "--max-completion-length", "8192", "--reward-scale", "1"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --reward-scale: invalid choice: '1'" in err and "0,1" in err and "-1,1" in err

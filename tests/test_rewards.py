@@ -1,6 +1,8 @@
 """The math reward: math-verify equivalences through the killable worker, scales, unscorable gold, timeouts, threads."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -116,10 +118,48 @@ def test_soft_overlong_punishment_defaults():
 
 
 def test_registry_names():
-    import trl_lite.tasks.arithmetic  # noqa: F401  registers exact_answer
-
     assert {"math_accuracy", "math_accuracy_pm1", "boxed_format", "exact_answer"} <= set(REWARDS.names())
     assert (REWARDS["math_accuracy_pm1"].wrong_value, REWARDS["math_accuracy_pm1"].correct_value) == (-1.0, 1.0)
+
+
+def _default_reward_names() -> set[str]:
+    """Every reward name the package selects by default: `reward_funcs or [...]` fallbacks and `reward_funcs` field
+    defaults in its modules, and `reward_funcs:` in its shipped YAML configs."""
+    names: set[str] = set()
+    package = os.path.join(ROOT, "trl_lite")
+    for folder, _, files in os.walk(package):
+        for file in files:
+            text = open(os.path.join(folder, file), encoding="utf-8").read() if file.endswith((".py", ".yaml")) else ""
+            for fallback in re.findall(r"reward_funcs\s+or\s+\[([^\]]*)\]", text):
+                names.update(re.findall(r"[\"']([^\"']+)[\"']", fallback))
+            for default in re.findall(r"reward_funcs\s*:[^=\n]*=\s*field\(\s*default\s*=\s*[\"']([^\"']+)", text):
+                names.update(default.split(","))
+            for listed in re.findall(r"^reward_funcs\s*:\s*([\w,\- ]+)$", text, flags=re.M):
+                names.update(listed.split(","))
+    return {name.strip() for name in names if name.strip()}
+
+
+def test_default_reward_names_are_registered_by_the_rewards_module_alone():
+    # The registry's entries must not depend on what else was imported first: a fresh interpreter that imports only
+    # trl_lite.rewards knows every name the package's defaults use (exact_answer used to be registered by
+    # trl_lite.tasks.arithmetic, so REWARDS["exact_answer"] failed unless that module happened to be imported).
+    names = _default_reward_names()
+    assert {"exact_answer", "math_accuracy"} <= names, names  # the scan finds the defaults it is meant to check
+    code = ("import sys, json; from trl_lite.rewards import REWARDS; names = json.loads(sys.argv[1]); "
+            "[REWARDS[name] for name in names]; print(REWARDS['exact_answer'].__name__, "
+            "'trl_lite.tasks.arithmetic' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code, json.dumps(sorted(names))], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["exact_answer_reward", "False"]  # the logged name (rewards/<name>/mean) is kept
+
+
+def test_exact_answer_reward_is_the_registered_one():
+    from trl_lite.tasks.arithmetic import exact_answer_reward
+
+    assert REWARDS["exact_answer"] is exact_answer_reward
+    completions = ["so \\boxed{12}", "\\boxed{13}", "12", [{"role": "assistant", "content": "\\boxed{12}"}]]
+    assert exact_answer_reward(completions, ["12", "12", "12", " 12 "]) == [1.0, 0.0, 0.0, 1.0]
 
 
 def test_reward_inside_training(tmp_path, reward):

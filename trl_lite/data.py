@@ -8,21 +8,38 @@ same columns (`path=`), so everything works offline.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from datasets import Dataset, Features, List, Value, load_dataset
+from typing import TYPE_CHECKING
 
 from .registry import Registry
 
+if TYPE_CHECKING:
+    from datasets import Dataset, Features
+
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
-SCHEMA = Features({
-    "prompt": List({"role": Value("string"), "content": Value("string")}),
-    "answer": Value("string"),
-    "source": Value("string"),
-    "difficulty": Value("string"),
-})
+
+
+# `datasets` (which brings pyarrow, pandas, ...) is imported when data is loaded, not when this module is: the
+# registry, `BENCHMARKS` and `chat_prompt` serve command-line parsers and `--help`.
+@functools.cache
+def _schema() -> Features:
+    from datasets import Features, List, Value
+
+    return Features({
+        "prompt": List({"role": Value("string"), "content": Value("string")}),
+        "answer": Value("string"),
+        "source": Value("string"),
+        "difficulty": Value("string"),
+    })
+
+
+def __getattr__(name: str):
+    if name == "SCHEMA":  # the rows' `datasets.Features`, built on first use
+        return _schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,8 @@ def _read_local(path: str) -> Dataset:
             raise ValueError(f"path={path!r} holds no .parquet, .jsonl or .json file.")
     else:
         files = [path]
+    from datasets import load_dataset
+
     kind = "parquet" if files[0].endswith(".parquet") else "json"
     return load_dataset(kind, data_files=files, split="train")
 
@@ -93,6 +112,8 @@ def load_source(name: str, *, path: str | None = None, split: str | None = None,
     if path is not None:
         raw = _read_local(path)
     else:
+        from datasets import load_dataset
+
         raw = load_dataset(source.hub_id, data_dir=data_dir or source.data_dir, split=split or source.split)
     columns = raw.column_names
     prompt_col = next((c for c in source.prompt_columns if c in columns), None)
@@ -112,7 +133,7 @@ def load_source(name: str, *, path: str | None = None, split: str | None = None,
             "difficulty": str(row[difficulty_col]) if difficulty_col else "",
         }
 
-    return raw.map(to_schema, remove_columns=columns, features=SCHEMA)
+    return raw.map(to_schema, remove_columns=columns, features=_schema())
 
 
 ################

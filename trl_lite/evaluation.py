@@ -14,11 +14,14 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from datasets import Dataset
-from transformers import TrainerCallback
+from .data import BENCHMARKS, SOURCES, load_source
 
-from .data import BENCHMARKS, load_source
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from .eval_callback import MathEvalCallback  # noqa: F401  (re-exported through __getattr__)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -153,6 +156,19 @@ def make_sampler(model: str, *, max_new_tokens: int, temperature: float, top_p: 
                                 max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
 
 
+def _data_dir_hint(names: list[str]) -> str:
+    files = ", ".join(f"{name}.jsonl" for name in names)
+    return f"pass --data-dir DIR with local files ({files}; .parquet or .json also read) with the Hub dataset's columns"
+
+
+def _exit_if_hub_unreachable(err: BaseException, kind: str, name: str, alternative: str) -> None:
+    """Exits with one line (no traceback) when `err` means the Hub could not be reached; returns otherwise."""
+    from .hub import hub_unreachable, unreachable_message
+
+    if hub_unreachable(err):
+        sys.exit(unreachable_message(kind, name, alternative))
+
+
 def main(argv: list[str] | None = None) -> dict:
     import argparse
 
@@ -188,9 +204,20 @@ def main(argv: list[str] | None = None) -> dict:
         if not ok:
             parser.error(f"{flag} {value!r} is not supported; expected {accepted}")
 
-    benchmarks = load_benchmarks(names, args.data_dir, args.limit)
-    sample = make_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                          top_p=args.top_p, seed=args.seed)
+    benchmarks = {}
+    for name in names:  # one at a time, so that an unreachable Hub names the dataset
+        try:
+            benchmarks.update(load_benchmarks([name], args.data_dir, args.limit))
+        except Exception as err:
+            _exit_if_hub_unreachable(err, "dataset", SOURCES.get(name).hub_id, _data_dir_hint(names))
+            raise
+    try:
+        sample = make_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                              top_p=args.top_p, seed=args.seed)
+    except Exception as err:
+        _exit_if_hub_unreachable(err, "model", args.model,
+                                 "pass --model a local folder with the model's files (config.json, weights, tokenizer)")
+        raise
     from .rewards import MathChecker
 
     checker = MathChecker(timeout=args.timeout)
@@ -210,50 +237,11 @@ def main(argv: list[str] | None = None) -> dict:
     return results
 
 
-class MathEvalCallback(TrainerCallback):
-    """Evaluates the policy on math benchmarks every `eval_steps` optimizer steps (and at the end of training) and logs
-    `math_eval/<benchmark>` and `math_eval/average`; the latest figures go into the model card.
+def __getattr__(name: str):
+    # `MathEvalCallback` subclasses transformers' `TrainerCallback`, which imports torch: it lives in
+    # `trl_lite.eval_callback` and is imported from there on first use, so `trl-lite eval --help` stays light.
+    if name == "MathEvalCallback":
+        from .eval_callback import MathEvalCallback
 
-        trainer.add_callback(MathEvalCallback(trainer, load_benchmarks(["math500"], limit=100), eval_steps=50))
-
-    Args:
-        trainer: the [`LitePPOTrainer`] (its model, processing class and logging are used).
-        benchmarks (`dict[str, Dataset]`): e.g. from [`load_benchmarks`].
-        eval_steps (`int`): evaluate every this many optimizer steps.
-        n (`int`): samples per problem.
-        max_new_tokens, temperature: generation settings.
-        check: answer checker (a [`~trl_lite.rewards.MathChecker`] by default).
-    """
-
-    def __init__(self, trainer, benchmarks: dict, eval_steps: int = 100, n: int = 1, max_new_tokens: int = 1024,
-                 temperature: float = 0.6, check: Callable[[str, str], str] | None = None):
-        if eval_steps < 1:
-            raise ValueError(f"eval_steps={eval_steps!r} is not supported; expected an integer >= 1.")
-        self.trainer, self.benchmarks, self.eval_steps, self.n = trainer, benchmarks, eval_steps, n
-        self.max_new_tokens, self.temperature, self.check = max_new_tokens, temperature, check
-        self.history: list[dict] = []
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step % self.eval_steps == 0:
-            self.run(state.global_step)
-
-    def on_train_end(self, args, state, control, **kwargs):
-        if not self.history or self.history[-1]["step"] != state.global_step:
-            self.run(state.global_step)
-
-    def run(self, step: int) -> dict:
-        from .data import transformers_sampler
-
-        trainer = self.trainer
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        was_training = model.training
-        sample = transformers_sampler(model, trainer.processing_class, max_new_tokens=self.max_new_tokens,
-                                      temperature=self.temperature, seed=step)
-        results = evaluate_benchmarks(sample, self.benchmarks, n=self.n, check=self.check, progress=None)
-        model.train(was_training)
-        logs = {f"math_eval/{name}": r["accuracy"] for name, r in results["benchmarks"].items()}
-        logs["math_eval/average"] = results["average"]
-        self.history.append({"step": step, **logs})
-        trainer.evaluation_results = {**trainer.evaluation_results, **logs}
-        trainer.log(logs)
-        return results
+        return MathEvalCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import dataclass
 
 MODEL_TYPES = ("base", "instruct")
@@ -90,15 +91,28 @@ def to_yaml(choices: list[Choice]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _attach_scale(argv: list[str]) -> list[str]:
+    """`--reward-scale -1,1` as `--reward-scale=-1,1`: argparse takes a value that starts with "-" (and is not a plain
+    negative number) for an option, and would stop with "expected one argument"."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--reward-scale" and re.fullmatch(r"-\d[\d.,]*", out[i + 1]):
+            out[i : i + 2] = [f"{arg}={out[i + 1]}"]
+            break
+    return out
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(prog="trl-lite recommend", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-type", required=True, choices=MODEL_TYPES)
     parser.add_argument("--model-size", required=True, help="e.g. 4B, 8B, 0.6B")
     parser.add_argument("--max-completion-length", type=int, required=True)
-    parser.add_argument("--reward-scale", default="0,1", choices=REWARD_SCALES)
+    # A metavar: argparse would show the choices as {0,1,-1,1}, which reads as four values.
+    parser.add_argument("--reward-scale", default="0,1", choices=REWARD_SCALES, metavar="SCALE",
+                        help="rewards of a wrong and a right answer: '0,1' (default) or '-1,1'")
     parser.add_argument("--difficulty", default="medium", choices=DIFFICULTIES,
                         help="of the training data, by correct answers out of 8 rollouts")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_scale(sys.argv[1:] if argv is None else list(argv)))
     try:
         text = to_yaml(recommend(args.model_type, args.model_size, args.max_completion_length, args.reward_scale,
                                  args.difficulty))

@@ -21,8 +21,6 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
-from trl.rewards import get_soft_overlong_punishment
-
 from . import math_check
 from .math_check import CORRECT, FALLBACKS, GOLD_UNPARSABLE, TIMEOUT, WRONG, check_answer, last_boxed  # noqa: F401
 from .registry import Registry
@@ -243,6 +241,13 @@ math_accuracy_reward = REWARDS.register("math_accuracy")(MathAccuracyReward())  
 REWARDS.register("math_accuracy_pm1")(MathAccuracyReward(reward_scale="-1,1"))
 
 
+@REWARDS.register("exact_answer")
+def exact_answer_reward(completions, answer, **kwargs) -> list[float]:
+    """1.0 when the last `\\boxed{}` of the completion holds exactly the gold answer, else 0.0 (the built-in tasks'
+    reward: `trl_lite.tasks.arithmetic`, `trl_lite.tasks.sumk`)."""
+    return [float(last_boxed(completion_text(c)) == str(a).strip()) for c, a in zip(completions, answer)]
+
+
 @REWARDS.register("boxed_format")
 def boxed_format_reward(completions, **kwargs) -> list[float]:
     """1.0 when the completion puts a final answer inside `\\boxed{}`, else 0.0."""
@@ -252,5 +257,7 @@ def boxed_format_reward(completions, **kwargs) -> list[float]:
 def soft_overlong_punishment(max_completion_len: int = 8192, soft_punish_cache: int | None = None):
     """TRL's soft overlong punishment (DAPO Eq. 13) at the paper's 8k maximum length. The cache defaults to DAPO's
     proportion, 20% of the maximum length (4096 of 20480)."""
+    from trl.rewards import get_soft_overlong_punishment
+
     cache = soft_punish_cache if soft_punish_cache is not None else int(max_completion_len * 0.2)
     return get_soft_overlong_punishment(max_completion_len=max_completion_len, soft_punish_cache=cache)
