@@ -49,6 +49,8 @@ def test_import_trl_lite_and_its_cli_loads_no_heavy_library():
     (["recommend", "--help"], "usage: trl-lite recommend"),
     (["eval", "--help"], "usage: trl-lite eval"),
     (["ablate", "--help"], "usage: trl-lite ablate"),
+    (["lab", "--help"], "usage: trl-lite lab"),
+    (["lab", "list"], "1  group-level normalization"),  # the experiments' definitions load without the runner
     (["recommend", "--model-type", "base", "--model-size", "4B", "--max-completion-length", "8192"],
      "recipe: lite_ppo"),  # recommend runs without them too
 ])

@@ -23,9 +23,17 @@ import sys
 
 from .experiments import EXPERIMENTS, NORMS, Arm, arm
 from .report import report, verdict
-from .runner import jobs, run
 
 __all__ = ["EXPERIMENTS", "Arm", "arm", "audit", "jobs", "report", "run", "verdict"]
+
+
+def __getattr__(name: str):
+    # the runner (torch, the trainer) loads on first use, so `trl-lite lab list` and `--help` stay light
+    if name in ("jobs", "run"):
+        from . import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def describe() -> str:
@@ -190,6 +198,8 @@ def main(argv: list[str] | None = None) -> None:
         audit(args.output_dir)
         print(open(os.path.join(args.output_dir, "audit.md"), encoding="utf-8").read(), end="")
     else:
+        from .runner import run
+
         summary = run(_takeaways(args.takeaways), args.seeds, args.output_dir, steps=args.steps, shard=args.shard,
                       **({"eval_problems": args.eval_problems} if args.eval_problems else {}))
         if summary is None:

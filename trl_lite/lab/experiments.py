@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..registry import Registry
-from .measure import mean
+from .stats import mean
 
 # LitePPOConfig fields every lab run shares (the ablation runner's built-in settings for ADD, and for SUM-k: 8 prompts
 # x 8 completions per generation batch in 4 optimizer steps of 16 and 2 passes over each batch, so that the policy

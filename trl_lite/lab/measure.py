@@ -10,6 +10,7 @@ import math
 import torch
 
 from ..evaluation import pass_at_k
+from .stats import mean  # noqa: F401  (re-exported: the lab's scripts read it from here)
 
 
 def top_share(values: torch.Tensor, frac: float = 0.05) -> float:
@@ -45,11 +46,6 @@ def late_jitter(values: list[float], tail: float = 1 / 3) -> float:
         return float("nan")
     mean = sum(diffs) / len(diffs)
     return math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
-
-
-def mean(values) -> float:
-    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(values) / len(values) if values else float("nan")
 
 
 ################

@@ -16,7 +16,7 @@ import math
 import os
 
 from .experiments import EXPERIMENTS
-from .measure import mean
+from .stats import mean
 
 # Two-sided 95% Student t quantiles, t_{0.975, df}
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
