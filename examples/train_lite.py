@@ -2,7 +2,7 @@
 
 This file is a thin launcher for `trl_lite.train`, so the program is the same whether it is installed or cloned:
 
-    python examples/train_lite.py                       # the CPU demo (under a minute on 2 cores)
+    python examples/train_lite.py                       # the CPU demo (about a minute on 2 cores)
     python examples/train_lite.py --max_steps 20        # the demo for 20 steps: each flag overrides its own field
     accelerate launch examples/train_lite.py            # the same under accelerate
     accelerate launch --config_file trl_lite/accelerate_configs/deepspeed_zero3.yaml examples/train_lite.py \

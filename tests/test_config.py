@@ -170,3 +170,21 @@ def test_cli_parses_new_fields():
     assert (args.advantage_std, args.loss_aggregation, args.overlong_filter, args.epsilon_high) == (
         "none", "seq-mean-token-sum-norm", True, 0.28
     )
+
+
+def test_bf16_resolves_off_without_an_accelerator(tmp_path):
+    # The README's notebook config, in a fresh process on this CPU-only machine: TRL's unset bf16 would become True and
+    # transformers would refuse it ("Your setup doesn't support bf16/gpu"); ours resolves to False with one line.
+    import subprocess
+    import sys
+
+    code = ("from trl_lite import LitePPOConfig; import torch; assert not torch.cuda.is_available(); "
+            f"a = LitePPOConfig(output_dir={str(tmp_path)!r}, num_generations=8, per_device_train_batch_size=8); "
+            f"b = LitePPOConfig(output_dir={str(tmp_path)!r}); print(a.bf16, b.bf16)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False", "False"]
+    assert result.stderr.count("bf16 is unset and no accelerator with bf16 support was found") == 1  # once a process
+    # what the user sets is kept: bf16 on a CPU when asked for (transformers allows it with use_cpu), fp16 untouched
+    assert LitePPOConfig(output_dir=str(tmp_path), bf16=True, use_cpu=True).bf16 is True
+    assert LitePPOConfig(output_dir=str(tmp_path), bf16=False).bf16 is False

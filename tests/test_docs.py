@@ -154,8 +154,13 @@ def test_repository_paths_named_in_the_docs_exist():
     """Files outside docs/ are named as `path` text (mkdocs cannot check them as links): each must exist."""
     roots = ("tests/", "bench/", "trl_lite/", "scripts/", "examples/", "model_cards/", "docs/", ".ci/")
     missing = []
-    for page in sorted((REPO / "docs").glob("*.md")):
-        for path in re.findall(r"`([\w./-]+)`", page.read_text()):
-            if path.startswith(roots) and not (REPO / path.split("::")[0]).exists():
+    for page in [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]:
+        for path in re.findall(r"`([\w./-]+(?:::\w+)?)`", page.read_text()):
+            if not path.startswith(roots):
+                continue
+            file, _, test = path.partition("::")
+            if not (REPO / file).exists():
                 missing.append(f"{page.name}: {path}")
+            elif test and not re.search(rf"^def {test}\(", (REPO / file).read_text(), re.M):
+                missing.append(f"{page.name}: {path} (no such test)")
     assert missing == []

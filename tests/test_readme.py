@@ -170,9 +170,12 @@ def handle(command: str, cwd, model_dir) -> str:
 def run_python(code: str, cwd, model_dir) -> None:
     # CPU-sized: the tiny Qwen3 for the 4B one, and 2 steps of 16-token completions (a random tiny model never stops
     # on its own, so TRL's default length would only measure generation speed)
-    code = code.replace('"Qwen/Qwen3-4B-Base"', repr(str(model_dir)))
-    code = code.replace("per_device_train_batch_size=8)", "per_device_train_batch_size=8, max_completion_length=16, "
-                        "max_steps=2)")
+    sized = code.replace('"Qwen/Qwen3-4B-Base"', repr(str(model_dir)))
+    sized = sized.replace("per_device_train_batch_size=8)", "per_device_train_batch_size=8, max_completion_length=16, "
+                          "max_steps=2)")
+    # each substitution either found its text or the block names no model at all (a config-only block)
+    assert ("Qwen/Qwen3-4B-Base" in code) == ("per_device_train_batch_size=8)" in code) == (sized != code), code
+    code = sized
     here = os.getcwd()
     os.chdir(cwd)
     try:

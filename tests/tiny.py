@@ -47,7 +47,7 @@ def build_tiny_model(path, seed: int = 0) -> str:
 
 
 def leave_process_group() -> None:
-    """End of a torchrun script: leave the process group while the interpreter is whole (as examples/train_lite.py
+    """End of a torchrun script: leave the process group while the interpreter is whole (as trl_lite/train.py
     does), since gloo's worker threads left to interpreter teardown can abort a finished process with SIGABRT
     ("terminate called without an active exception", pytorch/pytorch#179291)."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():

@@ -298,8 +298,9 @@ class LitePPOConfig(GRPOConfig):
 
         if self.bf16 is None and not self.fp16 and not _bf16_supported(self.use_cpu):
             # TRL turns an unset bf16 on, which transformers refuses on a machine without a bf16 accelerator
-            logger.info("bf16 is unset and no accelerator with bf16 support was found: training in float32 "
-                        "(bf16=False). Set bf16=True to override.")
+            # once per process, at warning level so that it shows under transformers' default verbosity
+            logger.warning_once("bf16 is unset and no accelerator with bf16 support was found: training in float32 "
+                                "(bf16=False). Set bf16=True to override.")
             self.bf16 = False
 
         super().__post_init__()

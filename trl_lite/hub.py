@@ -65,12 +65,13 @@ def _evaluation(log_history: list[dict], extra: dict | None) -> dict:
 
 
 def _recipe(args) -> str:
-    """The card's recipe row: the recipe named in the config, else the one whose settings match, else "custom"."""
-    from .recipes import matching_recipe
+    """The card's recipe row: the recipe named in the config ("(modified)" when a method field was changed after it),
+    else the one whose settings match, else "custom"."""
+    from .recipes import RECIPES, has_recipe_settings, matching_recipe
 
     named = getattr(args, "recipe", None)
     if named:
-        return named
+        return named if named not in RECIPES or has_recipe_settings(args, named) else f"{named} (modified)"
     matched = matching_recipe(args)
     return f"{matched} (matching settings)" if matched else "custom"
 
@@ -299,7 +300,9 @@ def hub_unreachable(err: BaseException) -> bool:
     exist."""
     offline = None
     for current in _chain(err):
-        if isinstance(current, BrokenPipeError):  # a ConnectionError, but of a local pipe (e.g. a worker process)
+        # ConnectionError's OS subclasses are about a socket or pipe, often a local one (a worker process, a server
+        # of the run's own); the Hub client's failures come as the classes named above
+        if isinstance(current, (BrokenPipeError, ConnectionResetError, ConnectionRefusedError, ConnectionAbortedError)):
             continue
         names = {cls.__name__ for cls in type(current).__mro__}
         if names & _UNREACHABLE_NAMES:

@@ -1,7 +1,7 @@
 """Named recipes: the settings of Lite PPO and of the methods it is compared with, as `LitePPOConfig` fields.
 
     LitePPOConfig.from_recipe("dapo", output_dir="runs/dapo", max_completion_length=8192)
-    python examples/train_lite.py --recipe dapo --max_steps 100      # explicit flags override the recipe
+    trl-lite train --recipe dapo --max_steps 100      # explicit flags override the recipe
 
 Each recipe is a function returning the fields it sets, registered in `RECIPES` (its docstring names the source), so a
 user can add one without editing the config::
@@ -73,23 +73,25 @@ def recipe_settings(name: str) -> dict:
     return {**RECIPES.get(name)(), "recipe": name}
 
 
-def matching_recipe(args) -> str | None:
-    """The registered recipe whose method settings `args` (a `LitePPOConfig`) has, if any: every field any recipe sets
-    must equal that recipe's value, or the field's default where the recipe leaves it alone. So a config left at its
-    defaults is `lite_ppo`, and adding `overlong_filter=True` to it matches no recipe."""
+def has_recipe_settings(args, name: str) -> bool:
+    """Whether `args` (a `LitePPOConfig`) has recipe `name`'s method: every field any recipe sets equals that recipe's
+    value, or the field's default where the recipe leaves it alone."""
     from dataclasses import MISSING, fields
 
     defaults = {f.name: f.default for f in fields(args) if f.default is not MISSING}
-    resolved = {name: getattr(args, name) for name in defaults}
+    method = {key for recipe in RECIPES.names() for key in RECIPES.get(recipe)()}
+    settings = RECIPES.get(name)()
+    expected = {key: settings.get(key, defaults.get(key)) for key in method}
+    expected["epsilon_high"] = settings.get("epsilon_high", expected.get("epsilon"))
+    resolved = {key: getattr(args, key, None) for key in method}
     resolved["epsilon_high"] = args.epsilon if args.epsilon_high is None else args.epsilon_high
-    for name in RECIPES.names():
-        settings = RECIPES.get(name)()
-        method = {key for recipe in RECIPES.names() for key in RECIPES.get(recipe)()}
-        expected = {key: settings.get(key, defaults.get(key)) for key in method}
-        expected["epsilon_high"] = settings.get("epsilon_high", expected.get("epsilon"))
-        if all(resolved.get(key) == value for key, value in expected.items()):
-            return name
-    return None
+    return all(resolved[key] == value for key, value in expected.items())
+
+
+def matching_recipe(args) -> str | None:
+    """The registered recipe whose method `args` has, if any (`has_recipe_settings`): a config left at its defaults is
+    `lite_ppo`, and adding `overlong_filter=True` to it matches no recipe."""
+    return next((name for name in RECIPES.names() if has_recipe_settings(args, name)), None)
 
 
 def recipe_from_argv(argv: list[str]) -> str | None:

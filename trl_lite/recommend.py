@@ -2,7 +2,7 @@
 
     trl-lite recommend --model-type base --model-size 4B --max-completion-length 8192 --reward-scale 0,1 --difficulty hard
 
-prints a ready `LitePPOConfig` YAML (for `examples/train_lite.py --config`) with, for every choice, the takeaway of
+prints a ready `LitePPOConfig` YAML (for `trl-lite train --config`) with, for every choice, the takeaway of
 "Tricks or Traps? A Deep Dive into RL for LLM Reasoning" (arXiv 2508.08221) behind it.
 """
 
@@ -48,8 +48,8 @@ def recommend(model_type: str, model_size: str, max_completion_length: int, rewa
     base = model_type == "base"
     choices = [
         Choice("recipe", "lite_ppo" if base else "instruct",
-               "Lite PPO (group-mean/batch-std advantages + token-level loss) matches or beats GRPO and DAPO on base "
-               "models" if base else "aligned models prefer sequence-level loss with clip-higher (Takeaways 4-6)"),
+               "the paper reports Lite PPO (group-mean/batch-std advantages + token-level loss) surpassing GRPO and "
+               "DAPO on base models (Section 5)" if base else "aligned models prefer sequence-level loss with clip-higher (Takeaways 4-6)"),
         Choice("advantage_mean", "group",
                f"group-level mean is robust under any reward scale; a batch-level mean is fragile with "
                f"{{{reward_scale}}} rewards (Takeaway 1)"),

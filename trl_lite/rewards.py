@@ -25,7 +25,7 @@ from . import math_check
 from .math_check import CORRECT, FALLBACKS, GOLD_UNPARSABLE, TIMEOUT, WRONG, check_answer, last_boxed  # noqa: F401
 from .registry import Registry
 
-# Reward functions selectable by name (e.g. `--reward_funcs math_accuracy,boxed_format` in examples/train_lite.py)
+# Reward functions selectable by name (e.g. `--reward_funcs math_accuracy,boxed_format` in `trl-lite train`)
 REWARDS = Registry("reward")
 
 REWARD_SCALES = {"0,1": (0.0, 1.0), "-1,1": (-1.0, 1.0)}

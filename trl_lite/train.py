@@ -1,7 +1,8 @@
 """`trl-lite train`: train a policy with Lite PPO (arXiv 2508.08221), from a CPU laptop to multi-GPU clusters.
 
-With no arguments, this runs offline on CPU in under a minute: a small policy shipped in the package (a character
-model taught the answer format by SFT with a habit of dropping the carry into the hundreds, see
+With no arguments, this runs offline on CPU in about a minute (59 s on 2 cores, bench/README.md): a small policy
+shipped in the package (a character model taught the answer format by SFT with a habit of dropping the carry into the
+hundreds, see
 `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with Lite PPO, and a before/after table of
 held-out accuracy on the hard level is printed (seed 0: greedy 0.454 -> 0.806, sampled 0.502 -> 0.690, measured by
 `tests/test_main_job.py::test_demo_figures`). `--task sumk` trains one of the lab's SUM-k policies instead
@@ -40,7 +41,7 @@ At real scale every LitePPOConfig field is a flag:
         --model_name_or_path Qwen/Qwen3-4B-Base --dataset_name zwhe99/DeepMath-103K --prompt_column question \
         --answer_column final_answer --reward_funcs math_accuracy --use_vllm --vllm_mode colocate \
         --num_generations 8 --per_device_train_batch_size 16 --gradient_accumulation_steps 8 \
-        --max_completion_length 8192 --temperature 0.99 --top_p 0.99 --learning_rate 1e-6 --bf16 \
+        --max_completion_length 8192 --temperature 0.99 --top_p 0.99 --learning_rate 1e-6 --bf16 true \
         --output_dir runs/lite-ppo-qwen3-4b-base
     # LoRA: add --use_peft --lora_r 64 --lora_alpha 128 --lora_target_modules all-linear
     # Push the result with its model card: --push_to_hub --hub_model_id you/lite-ppo-qwen3-4b
@@ -142,13 +143,17 @@ def make_parser() -> TrlParser:
 
 
 def _flag_value(argv: list[str], flag: str) -> str | None:
-    """The value of `--flag V` / `--flag=V` in argv (the last one wins, as in argparse)."""
-    found = None
+    """The value of `--flag V` / `--flag=V` in argv, in either spelling (`--model_name_or_path`,
+    `--model-name-or-path`, as TRL's parser accepts both); the last one wins, as in argparse."""
+    found, wanted = None, flag.replace("-", "_")
     for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
+        name, eq, value = arg.partition("=")
+        if not name.startswith("--") or name.replace("-", "_") != wanted:
+            continue
+        if eq:
+            found = value
+        elif i + 1 < len(argv):
             found = argv[i + 1]
-        elif arg.startswith(flag + "="):
-            found = arg.split("=", 1)[1]
     return found
 
 
@@ -317,13 +322,17 @@ def cli(argv: list[str] | None = None) -> None:
     launch = _launch_flags()
     train, accel, _ = _split(argv, _option_strings(parser), launch)
     check_flags(argv, parser, launch)
+    try:  # a bad name or value (config, accelerate_config, any field) is one line, before anything is loaded
+        parsed = parse_cli(train)
+        accel = launch_args(accel) if accel else accel
+    except ValueError as err:
+        sys.exit(f"{PROG}: error: {err}")
     if not accel:
-        main(*parse_cli(train))
+        main(*parsed)
         return
-    parse_cli(train)  # a bad training flag or value is reported here, before any process starts
     from accelerate.commands.launch import launch_command, launch_command_parser
 
-    accelerate_args = launch_command_parser().parse_args([*launch_args(accel), "--module", "trl_lite.train", *train])
+    accelerate_args = launch_command_parser().parse_args([*accel, "--module", "trl_lite.train", *train])
     launch_command(accelerate_args)
 
 
