@@ -157,17 +157,23 @@ def _flag_value(argv: list[str], flag: str) -> str | None:
     return found
 
 
-def resolve_config(value: str) -> str:
-    """A `--config` value as a file path: a path, or the name of a recipe file shipped in `trl_lite/recipe_configs/`."""
+def _shipped_file(field: str, value: str, package: str, kind: str) -> str:
+    """`value` as a file path: a path, or the name (with or without `.yaml`) of a YAML file shipped in `package`; an
+    error naming the field, the value and the shipped names otherwise."""
     if os.path.isfile(value):
         return value
-    shipped = resources.files("trl_lite.recipe_configs")
+    shipped = resources.files(package)
     candidate = shipped.joinpath(value if value.endswith(".yaml") else f"{value}.yaml")
     if candidate.is_file():
         return str(candidate)
     names = sorted(p.name[:-5] for p in shipped.iterdir() if p.name.endswith(".yaml"))
-    raise ValueError(f"config={value!r} is neither a file nor a recipe shipped with trl-lite; expected a YAML path or "
+    raise ValueError(f"{field}={value!r} is neither a file nor a {kind} shipped with trl-lite; expected a YAML path or "
                      f"one of {names}.")
+
+
+def resolve_config(value: str) -> str:
+    """A `--config` value as a file path: a path, or the name of a recipe file shipped in `trl_lite/recipe_configs/`."""
+    return _shipped_file("config", value, "trl_lite.recipe_configs", "recipe")
 
 
 def _normalize(argv: list[str]) -> list[str]:
@@ -280,15 +286,7 @@ def check_flags(argv: list[str], parser, launch: set[str] | None = None) -> None
 
 def resolve_accelerate_config(value: str) -> str:
     """An `--accelerate_config` value as a path: a file, or the name of a config shipped in trl_lite/accelerate_configs."""
-    if os.path.isfile(value):
-        return value
-    shipped = resources.files("trl_lite.accelerate_configs")
-    candidate = shipped.joinpath(value if value.endswith(".yaml") else f"{value}.yaml")
-    if candidate.is_file():
-        return str(candidate)
-    names = sorted(p.name[:-5] for p in shipped.iterdir() if p.name.endswith(".yaml"))
-    raise ValueError(f"accelerate_config={value!r} is neither a file nor a config shipped with trl-lite; expected a "
-                     f"YAML path or one of {names}.")
+    return _shipped_file("accelerate_config", value, "trl_lite.accelerate_configs", "config")
 
 
 def launch_args(accel: list[str]) -> list[str]:
