@@ -262,8 +262,10 @@ def test_hub_unreachable_survives_a_cyclic_chain():
     a, b = RuntimeError("a"), ValueError("b")
     a.__context__, b.__context__ = b, a
     assert not hub_unreachable(a)
-    b.__cause__ = ConnectionRefusedError("refused")
+    b.__cause__ = ConnectionError("Couldn't reach 'x' on the Hub")
     assert hub_unreachable(a)
+    b.__cause__ = ConnectionRefusedError("refused")  # a socket's own error, often a local one: not the Hub
+    assert not hub_unreachable(a)
 
 
 def test_unreachable_message_is_one_line(monkeypatch):

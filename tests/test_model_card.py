@@ -6,8 +6,8 @@ from trl_lite.trainer import LitePPOTrainer
 
 
 def _render(tmp_path, log_history, **kwargs):
-    args = LitePPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=8,
-                         num_generations=8, epsilon_high=0.28, recipe="instruct")
+    args = LitePPOConfig.from_recipe("instruct", output_dir=str(tmp_path), use_cpu=True, report_to="none",
+                                     per_device_train_batch_size=8, num_generations=8)
     return str(render_model_card(args, log_history, model_name="m", trainer_name="LitePPO",
                                  paper=LitePPOTrainer._paper, tags=LitePPOTrainer._tag_names, **kwargs))
 
@@ -45,7 +45,8 @@ def test_dapo_recipe_settings_are_on_the_card(tmp_path):
                                      per_device_train_batch_size=8, num_generations=8, advantage_std="auto")
     card = str(render_model_card(args, [], model_name="m", trainer_name="LitePPO", paper=LitePPOTrainer._paper,
                                  tags=LitePPOTrainer._tag_names))
-    assert "| recipe | dapo |" in card and "| overlong filter | True |" in card
+    # advantage_std="auto" is not DAPO's group std: the card says the named recipe was modified
+    assert "| recipe | dapo (modified) |" in card and "| overlong filter | True |" in card
     assert "| soft overlong punishment | True |" in card
     assert "| dynamic sampling | up to 3 extra rounds |" in card
     assert "| advantage mean / std | group / auto (threshold 0.5) |" in card

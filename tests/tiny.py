@@ -136,6 +136,9 @@ def train_args(output_dir, **overrides) -> dict:
         lr_scheduler_type="constant",
         report_to="none",
         use_cpu=True,
+        # float32 on both sides of a parity test: TRL turns an unset bf16 on (CPU autocast under use_cpu), while
+        # LitePPOConfig resolves it off without an accelerator
+        bf16=False,
         logging_steps=1,
         save_strategy="no",
         seed=0,
