@@ -120,7 +120,7 @@ class LitePPOConfig(GRPOConfig):
             keep `0.2` for base models, where it helps little or hurts.
         bf16 (`bool`, *optional*):
             TRL's field. Unset, it turns on where an accelerator with bf16 support is present (TRL's default) and off
-            otherwise, with an info line, so that a config left at its defaults trains on a CPU-only machine (TRL's
+            otherwise, with a one-line warning (once per process), so that a config left at its defaults trains on a CPU-only machine (TRL's
             default there stops with transformers' "Your setup doesn't support bf16/gpu"). Set it to force either.
         scale_rewards (`str` or `bool`, *optional*):
             TRL's field, kept for compatibility: when set, it is translated to `advantage_std`. After construction it

@@ -94,15 +94,24 @@ def matching_recipe(args) -> str | None:
     return next((name for name in RECIPES.names() if has_recipe_settings(args, name)), None)
 
 
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value of `--flag V` / `--flag=V` in a command line, in either spelling (`--model_name_or_path`,
+    `--model-name-or-path`, as TRL's parser accepts both), if any; the last one wins, as in argparse."""
+    found, wanted = None, flag.replace("-", "_")
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if not name.startswith("--") or name.replace("-", "_") != wanted:
+            continue
+        if eq:
+            found = value
+        elif i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
+
+
 def recipe_from_argv(argv: list[str]) -> str | None:
     """The value of `--recipe NAME` / `--recipe=NAME` in a command line, if any (the last one wins, as in argparse)."""
-    found = None
-    for i, arg in enumerate(argv):
-        if arg == "--recipe" and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif arg.startswith("--recipe="):
-            found = arg.split("=", 1)[1]
-    return found
+    return flag_value(argv, "--recipe")
 
 
 def apply_recipe_defaults(parser, argv: list[str]) -> str | None:

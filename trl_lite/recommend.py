@@ -49,7 +49,8 @@ def recommend(model_type: str, model_size: str, max_completion_length: int, rewa
     choices = [
         Choice("recipe", "lite_ppo" if base else "instruct",
                "the paper reports Lite PPO (group-mean/batch-std advantages + token-level loss) surpassing GRPO and "
-               "DAPO on base models (Section 5)" if base else "aligned models prefer sequence-level loss with clip-higher (Takeaways 4-6)"),
+               "DAPO on base models (Section 5)" if base
+               else "aligned models prefer sequence-level loss with clip-higher (Takeaways 4-6)"),
         Choice("advantage_mean", "group",
                f"group-level mean is robust under any reward scale; a batch-level mean is fragile with "
                f"{{{reward_scale}}} rewards (Takeaway 1)"),

@@ -65,7 +65,7 @@ from .checkpoints import resolve_resume
 from .config import LitePPOConfig
 from .data import chat_prompt
 from .hub import HubPushError
-from .recipes import apply_recipe_defaults
+from .recipes import apply_recipe_defaults, flag_value
 from .rewards import REWARDS
 from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
 from .tasks.sumk import sumk_dataset, sumk_policy_path
@@ -142,21 +142,6 @@ def make_parser() -> TrlParser:
                      epilog=LAUNCH_HELP)
 
 
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    """The value of `--flag V` / `--flag=V` in argv, in either spelling (`--model_name_or_path`,
-    `--model-name-or-path`, as TRL's parser accepts both); the last one wins, as in argparse."""
-    found, wanted = None, flag.replace("-", "_")
-    for i, arg in enumerate(argv):
-        name, eq, value = arg.partition("=")
-        if not name.startswith("--") or name.replace("-", "_") != wanted:
-            continue
-        if eq:
-            found = value
-        elif i + 1 < len(argv):
-            found = argv[i + 1]
-    return found
-
-
 def _shipped_file(field: str, value: str, package: str, kind: str) -> str:
     """`value` as a file path: a path, or the name (with or without `.yaml`) of a YAML file shipped in `package`; an
     error naming the field, the value and the shipped names otherwise."""
@@ -176,27 +161,34 @@ def resolve_config(value: str) -> str:
     return _shipped_file("config", value, "trl_lite.recipe_configs", "recipe")
 
 
-def _normalize(argv: list[str]) -> list[str]:
-    """`--config=X` as `--config PATH` (TrlParser reads only the spaced form), with shipped names resolved."""
+def _resolve_flag(argv: list[str], flag: str, to: str, resolve) -> list[str]:
+    """argv with each `flag V` / `flag=V` replaced by `to resolve(V)` (the spaced form, which TrlParser and accelerate
+    both read); a flag without a value is an error naming it."""
     out, i = [], 0
     while i < len(argv):
-        arg = argv[i]
-        if arg == "--config" and i + 1 < len(argv):
-            out += ["--config", resolve_config(argv[i + 1])]
-            i += 2
+        name, eq, value = argv[i].partition("=")
+        if name != flag:
+            out.append(argv[i])
+            i += 1
             continue
-        if arg.startswith("--config="):
-            out += ["--config", resolve_config(arg.split("=", 1)[1])]
-        else:
-            out.append(arg)
-        i += 1
+        if not eq:
+            if i + 1 >= len(argv):
+                raise ValueError(f"{flag} needs a value: a YAML path or a shipped name.")
+            value = argv[i + 1]
+        out += [to, resolve(value)]
+        i += 1 if eq else 2
     return out
+
+
+def _normalize(argv: list[str]) -> list[str]:
+    """`--config=X` as `--config PATH` (TrlParser reads only the spaced form), with shipped names resolved."""
+    return _resolve_flag(argv, "--config", "--config", resolve_config)
 
 
 def _config_values(argv: list[str]) -> dict:
     import yaml
 
-    path = _flag_value(argv, "--config")
+    path = flag_value(argv, "--config")
     if path is None:
         return {}
     with open(path) as f:
@@ -209,10 +201,10 @@ def cli_defaults(argv: list[str]) -> dict:
     or in `--config`), and `use_cpu` on machines without an accelerator."""
     config = _config_values(argv)
     defaults = {} if has_accelerator() else {"use_cpu": True}
-    model = _flag_value(argv, "--model_name_or_path") or config.get("model_name_or_path")
+    model = flag_value(argv, "--model_name_or_path") or config.get("model_name_or_path")
     if model is None:
         defaults.update(DEMO_DEFAULTS)
-        if (_flag_value(argv, "--task") or config.get("task")) == "sumk":
+        if (flag_value(argv, "--task") or config.get("task")) == "sumk":
             defaults.update(SUMK_DEMO_DEFAULTS)
     return defaults
 
@@ -293,18 +285,7 @@ def launch_args(accel: list[str]) -> list[str]:
     """`accelerate launch` arguments from the launch side of a command line: `--accelerate_config X` becomes
     `--config_file PATH`; without an accelerator, mixed precision is off unless asked for (the shipped configs say
     bf16, which a CPU cannot run)."""
-    out, i = [], 0
-    while i < len(accel):
-        arg = accel[i]
-        if arg == "--accelerate_config" or arg.startswith("--accelerate_config="):
-            value = arg.split("=", 1)[1] if "=" in arg else (accel[i + 1] if i + 1 < len(accel) else None)
-            if value is None:
-                raise ValueError("--accelerate_config needs a value: a YAML path or a shipped config name.")
-            out += ["--config_file", resolve_accelerate_config(value)]
-            i += 1 if "=" in arg else 2
-            continue
-        out.append(arg)
-        i += 1
+    out = _resolve_flag(accel, "--accelerate_config", "--config_file", resolve_accelerate_config)
     if not has_accelerator() and not any(a.split("=", 1)[0] in ("--mixed_precision", "--mixed-precision") for a in out):
         out += ["--mixed_precision", "no"]
     return out
