@@ -15,6 +15,11 @@ fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two 
     python scripts/build_embedded_policy.py                     # arith_policy: 2,000 steps, about 5 min on 2 cores
     python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry --label-noise 0.1 --carry-habit 0.7 \\
         --max-steps 5000                                        # arith_carry: about 9 min on 2 cores
+    python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry_small --label-noise 0.1 \\
+        --carry-habit 0.7 --max-steps 5000 --hidden-size 96 --num-layers 2   # the lab's smaller carry-habit policy
+
+`arith_carry_small` is `arith_carry`'s data and steps in a 2-layer, 96-wide Llama (0.24M parameters against 0.86M):
+the lab's second policy size for clip-higher's scaling with model size (`trl_lite/lab/experiments.py`).
 """
 
 from __future__ import annotations
@@ -72,16 +77,20 @@ def sft_dataset(seed: int, label_noise: float, carry_habit: float = 0.0):
 
 
 def sft_tiny_llama(tokenizer, train_dataset, *, max_positions: int, max_steps: int, seed: int, warmup_steps: int,
-                   logging_steps: int, batch_size: int = 64, **sft_args) -> LlamaForCausalLM:
-    """A fresh 4-layer, 128-wide Llama over `tokenizer`, trained by TRL's SFTTrainer on `train_dataset` on CPU (lr 3e-3,
-    cosine, no weight decay, sequences of up to `max_positions` tokens); `sft_args` go to `SFTConfig`. Also used by
+                   logging_steps: int, batch_size: int = 64, hidden_size: int = 128, num_layers: int = 4,
+                   init_model: LlamaForCausalLM | None = None, learning_rate: float = 3e-3,
+                   **sft_args) -> LlamaForCausalLM:
+    """A fresh `num_layers`-layer, `hidden_size`-wide Llama over `tokenizer` (4 x 128 by default; or `init_model`,
+    fine-tuned further), trained by TRL's SFTTrainer on `train_dataset` on CPU (lr `learning_rate`, cosine, no weight
+    decay, sequences of up to `max_positions` tokens); `sft_args` go to `SFTConfig`. Also used by
     `scripts/build_lab_policies.py`."""
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=128, intermediate_size=384, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=max_positions, tie_word_embeddings=True,
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=3 * hidden_size,
+        num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=4,
+        max_position_embeddings=max_positions, tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
     )
-    model = LlamaForCausalLM(config)
+    model = init_model if init_model is not None else LlamaForCausalLM(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +99,7 @@ def sft_tiny_llama(tokenizer, train_dataset, *, max_positions: int, max_steps: i
             processing_class=tokenizer,
             train_dataset=train_dataset,
             args=SFTConfig(
-                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=3e-3,
+                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=learning_rate,
                 lr_scheduler_type="cosine", warmup_steps=warmup_steps, weight_decay=0.0, logging_steps=logging_steps,
                 save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=seed, max_length=max_positions,
                 **sft_args,
@@ -106,13 +115,16 @@ def main():
     parser.add_argument("--max-steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label-noise", type=float, default=0.35)
+    parser.add_argument("--hidden-size", type=int, default=128, help="width (intermediate size 3x)")
+    parser.add_argument("--num-layers", type=int, default=4)
     parser.add_argument("--carry-habit", type=float, default=0.0,
                         help="share of the SFT answers whose carry into the hundreds is dropped, where there is one")
     args = parser.parse_args()
     set_seed(args.seed)
     tokenizer = char_tokenizer(CHARS, CHAT_TEMPLATE)
     model = sft_tiny_llama(tokenizer, sft_dataset(args.seed, args.label_noise, args.carry_habit), max_positions=64,
-                           max_steps=args.max_steps, seed=args.seed, warmup_steps=30, logging_steps=50)
+                           max_steps=args.max_steps, seed=args.seed, warmup_steps=30, logging_steps=50,
+                           hidden_size=args.hidden_size, num_layers=args.num_layers)
     for level in ("easy", "medium", "hard"):
         test = arithmetic_dataset(level, split="test", num_per_level=300)
         print(f"{level}: greedy {pass_rate(model, tokenizer, test):.3f}, "
@@ -123,5 +135,5 @@ def main():
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
     main()

@@ -1,4 +1,4 @@
-"""Builds the lab's two SUM-k policies from scratch, offline, on CPU, with fixed seeds (see `trl_lite/lab.py`).
+"""Builds the lab's two SUM-k policies from scratch, offline, on CPU, with fixed seeds (see `trl_lite/lab/`).
 
 Both are the same 4-layer Llama (0.9M parameters) over the SUM-k tokenizer (`trl_lite.tasks.sumk`), taught by
 supervised fine-tuning with TRL's SFTTrainer on generated completions. They differ only in their SFT data, as an
@@ -16,7 +16,11 @@ supervised fine-tuning with TRL's SFTTrainer on generated completions. They diff
 8,000 SFT steps (the default) take 25-30 min per policy on 2 cores. At 3,000 steps neither policy had converged
 (SFT loss still falling; sampled accuracy 0.06 and 0.10) and RL could not raise them (`bench/lab/README.md`).
 
+- `sumk_fork`, `sumk_connective`, `sumk_long`: fine-tuned from those two (800 SFT steps at lr 1e-3, about 4 min each
+  on one core) for the lab's fair tests of Takeaways 4, 5 and 6-8 (`POLICIES` below says what each adds).
+
     python scripts/build_lab_policies.py [--policy base|aligned|both] [--output-dir trl_lite/assets] [--max-steps 8000]
+    python scripts/build_lab_policies.py --policy fork      # then connective, long (after base and aligned)
 """
 
 from __future__ import annotations
@@ -41,7 +45,18 @@ POLICIES = {
     "base": {"styles": {"direct": 0.25, "step": 0.35, "careful": 0.10, "filler": 0.20, "loop": 0.10},
              "step_noise": 0.08, "direct_noise": 0.3, "carry_error": 0.0, "seed": 1},
     "aligned": {"styles": {"step": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.25, "seed": 2},
+    # Fine-tuned from the two above (800 steps at lr 1e-3) for the fair tests of issue 20:
+    # fork (Takeaway 4): the aligned-like format with a real carry fork, the carry dropped 60% of the time
+    "fork": {"styles": {"step": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.6, "seed": 3,
+             "init": "aligned"},
+    # connective (Takeaway 5): the careful format, each step followed by `then` or by a `chk` recheck, 50/50
+    "connective": {"styles": {"careful": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.25,
+                   "recheck": 0.5, "seed": 4, "init": "aligned"},
+    # long (Takeaways 6-8): the base-like mix with a terminating 80-120-token format in 10% of its data (from filler)
+    "long": {"styles": {"direct": 0.25, "step": 0.35, "careful": 0.10, "filler": 0.10, "loop": 0.10, "long": 0.10},
+             "step_noise": 0.08, "direct_noise": 0.3, "carry_error": 0.0, "seed": 5, "init": "base"},
 }
+FINE_TUNE = {"max_steps": 800, "learning_rate": 1e-3}
 
 
 def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
@@ -53,7 +68,8 @@ def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
     rows = {"input_ids": [], "completion_mask": []}
     for nums in sample_problems(n, split="train", seed=spec["seed"]):
         text, ends = write_completion(nums, rng.choices(styles, weights)[0], rng, carry_error=spec["carry_error"],
-                                      step_noise=spec["step_noise"], direct_noise=spec["direct_noise"], max_len=MAX_LEN)
+                                      step_noise=spec["step_noise"], direct_noise=spec["direct_noise"], max_len=MAX_LEN,
+                                      recheck=spec.get("recheck", 0.0))
         prompt = tokenizer(question(nums) + "=", add_special_tokens=False)["input_ids"]
         completion = tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_LEN]
         if ends:
@@ -64,12 +80,22 @@ def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
 
 
 def build(policy: str, output: str, max_steps: int, batch_size: int = 64) -> None:
-    seed = POLICIES[policy]["seed"]
+    seed, init = POLICIES[policy]["seed"], POLICIES[policy].get("init")
     set_seed(seed)
     tokenizer = sumk_tokenizer()
+    extra = {}
+    if init is not None:  # fine-tuned from a built policy
+        from transformers import AutoModelForCausalLM
+
+        from trl_lite.tasks.sumk import sumk_policy_path
+
+        max_steps = FINE_TUNE["max_steps"]
+        extra = {"init_model": AutoModelForCausalLM.from_pretrained(sumk_policy_path(init)),
+                 "learning_rate": FINE_TUNE["learning_rate"]}
     model = sft_tiny_llama(tokenizer, sft_dataset(tokenizer, policy, max_steps * batch_size), max_positions=160,
                            max_steps=max_steps, seed=seed, warmup_steps=50, logging_steps=100, batch_size=batch_size,
-                           completion_only_loss=True, disable_tqdm=True, train_sampling_strategy="group_by_length")
+                           completion_only_loss=True, disable_tqdm=True, train_sampling_strategy="group_by_length",
+                           **extra)
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
     print(f"saved {policy} to {output}")
@@ -77,7 +103,8 @@ def build(policy: str, output: str, max_steps: int, batch_size: int = 64) -> Non
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--policy", default="both", choices=["base", "aligned", "both"])
+    parser.add_argument("--policy", default="both", choices=[*POLICIES, "both"],
+                        help="'both' builds base and aligned; fork, connective and long are fine-tuned from them")
     parser.add_argument("--output-dir", default="trl_lite/assets")
     parser.add_argument("--max-steps", type=int, default=8000)
     args = parser.parse_args()

@@ -37,7 +37,8 @@ def test_every_choice_says_why():
     for choice in recommend("instruct", "8B", 8192, "-1,1", "hard"):
         assert choice.why
     text = to_yaml(recommend("base", "4B", 8192))
-    assert "# group mean + batch std is the most robust normalization (Takeaway 3)\nadvantage_std: batch" in text
+    assert ("# the paper reports group mean + batch std as the most robust normalization (Takeaway 3)\n"
+            "advantage_std: batch") in text
 
 
 def test_yaml_loads_as_a_config(tmp_path):

@@ -2,7 +2,8 @@
 
 "Tricks or Traps? A Deep Dive into RL for LLM Reasoning" (https://huggingface.co/papers/2508.08221), Section 4.1,
 studies A_k = (r_k - mean) / std with the mean and the std each taken at the group level (the `num_generations`
-completions of one prompt) or at the batch level (the whole generation batch, gathered over all processes):
+completions of one prompt) or at the batch level (the whole generation batch, gathered over all processes), and
+reports that:
 
 - group-level normalization is robust under any reward scale; batch-level normalization alone is fragile with {0, 1}
   rewards (Takeaway 1);

@@ -58,10 +58,10 @@ class LitePPOConfig(GRPOConfig):
             Added to the std before dividing. TRL's value, so matching settings reproduce TRL exactly.
         loss_aggregation (`str`, *optional*, defaults to `"token-mean"`):
             How per-token losses are aggregated, with the verl/ROLL definitions: `"token-mean"` (`sum(m*l) / sum(m)`,
-            token-level, best for base models), `"seq-mean-token-mean"` (mean over sequences of the per-sequence token
-            mean, sequence-level, suits aligned models), `"seq-mean-token-sum"` (mean over sequences of the token sum)
-            or `"seq-mean-token-sum-norm"` (`sum(m*l) / (N * max_completion_length)`, Dr. GRPO). Any name registered
-            in `trl_lite.aggregation.AGGREGATIONS` is accepted. Every mode is exact for the optimizer step as a whole,
+            token-level, the paper's choice for base models), `"seq-mean-token-mean"` (mean over sequences of the
+            per-sequence token mean, sequence-level, the paper's choice for aligned models), `"seq-mean-token-sum"`
+            (mean over sequences of the token sum) or `"seq-mean-token-sum-norm"` (`sum(m*l) / (N *
+            max_completion_length)`, Dr. GRPO). Any name registered in `trl_lite.aggregation.AGGREGATIONS` is accepted. Every mode is exact for the optimizer step as a whole,
             over gradient accumulation, `steps_per_generation` and processes. TRL's `loss_type` is translated to this
             field (`"dapo"`/`"bnpo"` -> `"token-mean"`, `"grpo"` -> `"seq-mean-token-mean"`, `"luspo"` ->
             `"seq-mean-token-sum"`, `"dr_grpo"` -> `"seq-mean-token-sum-norm"`). With `loss_type` `"cispo"`, `"sapo"`
@@ -116,8 +116,8 @@ class LitePPOConfig(GRPOConfig):
             Lower clip bound of the PPO ratio, `1 - epsilon` (TRL's field, unchanged).
         epsilon_high (`float`, *optional*):
             Upper clip bound of the PPO ratio, `1 + epsilon_high`; defaults to `epsilon` (TRL's field, unchanged).
-            Clip-higher (Takeaway 4-5): `0.28` for aligned (Instruct) 8B models, up to `0.32` for aligned 4B models;
-            keep `0.2` for base models, where it helps little or hurts.
+            Clip-higher (Takeaways 4-5): the paper reports it helping aligned (Instruct) models, with `0.28` for 8B
+            and up to `0.32` for 4B, and helping base models little or hurting them, so keep `0.2` there.
         bf16 (`bool`, *optional*):
             TRL's field. Unset, it turns on where an accelerator with bf16 support is present (TRL's default) and off
             otherwise, with a one-line warning (once per process), so that a config left at its defaults trains on a CPU-only machine (TRL's

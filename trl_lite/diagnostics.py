@@ -1,7 +1,8 @@
 """The paper's diagnostics as pure functions: what got clipped, who repeats, how concentrated the rewards are.
 
 "Tricks or Traps? A Deep Dive into RL for LLM Reasoning" (https://huggingface.co/papers/2508.08221) explains each trick
-through a measurement; [`~trl_lite.LitePPOTrainer`] logs the same measurements (with `diagnostics=True`):
+through a measurement and reports what it saw; [`~trl_lite.LitePPOTrainer`] logs the same measurements (with
+`diagnostics=True`):
 
 - clipped tokens (Takeaway 5): with a low upper bound, the tokens clipped most at the high bound are connectives
   ("therefore", "if"), which clip-higher frees. [`clipped_token_masks`] mirrors TRL 1.16's clip rule;

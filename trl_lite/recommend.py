@@ -16,7 +16,7 @@ from dataclasses import dataclass
 MODEL_TYPES = ("base", "instruct")
 DIFFICULTIES = ("easy", "medium", "hard")
 REWARD_SCALES = ("0,1", "-1,1")
-SHORT_MAX_LENGTH = 8192  # the paper's short setting; overlong filtering stops helping at 20k
+SHORT_MAX_LENGTH = 8192  # the paper's short setting; the paper reports overlong filtering not helping at 20k
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ def _size_in_billions(model_size: str) -> float:
 
 def recommend(model_type: str, model_size: str, max_completion_length: int, reward_scale: str = "0,1",
               difficulty: str = "medium") -> list[Choice]:
-    """The settings the paper's findings point to, each with the takeaway behind it."""
+    """The settings the paper's findings point to, each with the takeaway behind it (the paper's findings, not this
+    project's measurements)."""
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type={model_type!r} is not supported; expected one of {list(MODEL_TYPES)}.")
     if difficulty not in DIFFICULTIES:
@@ -50,35 +51,39 @@ def recommend(model_type: str, model_size: str, max_completion_length: int, rewa
         Choice("recipe", "lite_ppo" if base else "instruct",
                "the paper reports Lite PPO (group-mean/batch-std advantages + token-level loss) surpassing GRPO and "
                "DAPO on base models (Section 5)" if base
-               else "aligned models prefer sequence-level loss with clip-higher (Takeaways 4-6)"),
+               else "the paper reports aligned models doing best with sequence-level loss and clip-higher "
+                    "(Takeaways 4-6)"),
         Choice("advantage_mean", "group",
-               f"group-level mean is robust under any reward scale; a batch-level mean is fragile with "
-               f"{{{reward_scale}}} rewards (Takeaway 1)"),
+               f"the paper reports a group-level mean robust under any reward scale and a batch-level mean fragile "
+               f"with {{{reward_scale}}} rewards (Takeaway 1)"),
     ]
     if difficulty == "easy":
         choices.append(Choice("advantage_std", "none",
-                              "easy data concentrates rewards (most groups all-correct): dividing by a tiny std blows "
-                              "up gradients, so drop it (Takeaway 2)"))
+                              "the paper reports that on easy data (most groups all-correct) dividing by the small "
+                              "std blows up gradients, so drop it (Takeaway 2)"))
     else:
         choices.append(Choice("advantage_std", "batch",
-                              "group mean + batch std is the most robust normalization (Takeaway 3)"))
+                              "the paper reports group mean + batch std as the most robust normalization "
+                              "(Takeaway 3)"))
     if base:
         choices.append(Choice("loss_aggregation", "token-mean",
-                              "token-level loss aggregation helps base models (Takeaway 6)"))
+                              "the paper reports token-level loss aggregation helping base models (Takeaway 6)"))
         choices.append(Choice("epsilon_high", 0.2,
-                              "clip-higher helps little or hurts base models: keep the symmetric 0.2 (Takeaway 4)"))
+                              "the paper reports clip-higher helping base models little or hurting them: keep the "
+                              "symmetric 0.2 (Takeaway 4)"))
     else:
         choices.append(Choice("loss_aggregation", "seq-mean-token-mean",
-                              "sequence-level aggregation suits aligned models (Takeaway 6)"))
+                              "the paper reports sequence-level aggregation suiting aligned models (Takeaway 6)"))
         high = 0.32 if size <= 4 else 0.28
         choices.append(Choice("epsilon_high", high,
-                              "clip-higher lets aligned models explore; small models keep gaining up to 0.32, 8B "
-                              f"saturates near 0.28 (Takeaways 4-5; {model_size} -> {high})"))
+                              "the paper reports clip-higher letting aligned models explore, 4B gaining up to 0.32 "
+                              f"and 8B saturating near 0.28 (Takeaways 4-5; {model_size} -> {high})"))
     choices.append(Choice("epsilon", 0.2, "the lower clip bound stays at PPO's 0.2"))
     short = max_completion_length <= SHORT_MAX_LENGTH
     choices.append(Choice("overlong_filter", short,
-                          f"overlong filtering helps at short maximum lengths (<= 8k) and not at 20k, where what it "
-                          f"drops is mostly degenerate repetition (Takeaways 7-8; {max_completion_length} tokens)"))
+                          f"the paper reports overlong filtering helping at short maximum lengths (<= 8k) and not at "
+                          f"20k, where what it drops is mostly degenerate repetition (Takeaways 7-8; "
+                          f"{max_completion_length} tokens)"))
     choices.append(Choice("max_completion_length", max_completion_length, "as given"))
     return choices
 

@@ -193,7 +193,23 @@ class LitePPOTrainer(
             steps_per_batch = self.args.steps_per_generation // self.args.gradient_accumulation_steps
             metrics["generation/completions_per_optimizer_step"].append(generated / steps_per_batch)
             metrics["generation/completions_total"].append(float(self._lite_completions_generated))
+        self.on_generation_batch(output, advantages, counted)
         return output
+
+    # ------------------------------------------------------------------ public hooks for subclasses
+    def on_generation_batch(self, output: dict, advantages: torch.Tensor, counted: torch.Tensor) -> None:
+        """Called once per generation batch (train and eval), after its advantages are set; does nothing by default.
+
+        A subclass that measures training (the lab's `trl_lite.lab.runner.LabTrainer`) reads the batch here instead of
+        the trainer's private state. `output`: this process's batch as TRL returns it, plus `lite_rewards`,
+        `lite_truncated` and `lite_correct` `(B,)`; `advantages`: the whole batch's advantages `(N,)`, gathered over
+        processes; `counted`: which of them entered the normalization statistics `(N,)`.
+        """
+
+    def on_loss_tokens(self, inputs: dict, per_token_logps: torch.Tensor) -> None:
+        """Called on each training micro-batch when `diagnostics=True`, with the policy's per-token log-probs `(B, T)`
+        (detached) from the loss's forward pass; does nothing by default. With `inputs["old_per_token_logps"]` they
+        give the PPO ratio that the clip acts on."""
 
     def _score_round(self, inputs) -> dict:
         """One generation round: TRL generates and scores, then the advantages and diagnostics are recomputed."""
@@ -343,6 +359,7 @@ class LitePPOTrainer(
                 loss = loss + self._kl_reweighting(inputs, self._lite_logps, kl_weight)
             if diagnose and self._lite_logps is not None:
                 self._record_loss_diagnostics(inputs, self._lite_logps.detach(), self._lite_entropies)
+                self.on_loss_tokens(inputs, self._lite_logps.detach())
         finally:
             self._lite_capture, self._lite_logps, self._lite_entropies = False, None, None
         return loss

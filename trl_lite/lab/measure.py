@@ -13,6 +13,9 @@ from ..evaluation import pass_at_k
 from .stats import mean  # noqa: F401  (re-exported: the lab's scripts read it from here)
 
 
+LONG_WRONG = 40  # tokens: a wrong completion longer than this is a "long wrong" one (Takeaway 6)
+
+
 def top_share(values: torch.Tensor, frac: float = 0.05) -> float:
     """Share of `values.abs().sum()` held by the largest `ceil(frac * N)` entries of `values.abs()` (Takeaway 1: how
     few samples carry a step's advantage mass). `(N,)`; NaN when the sum is 0."""
@@ -52,8 +55,9 @@ def late_jitter(values: list[float], tail: float = 1 / 3) -> float:
 # Held-out evaluation
 ################
 def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: int, max_new_tokens: int,
-                       seed: int = 0, batch_size: int = 128) -> list[list[tuple[list[int], bool]]]:
-    """`samples` completions per prompt at temperature 1 (no top-k/top-p), as token ids without EOS/padding, with
+                       seed: int = 0, batch_size: int = 128,
+                       temperature: float = 1.0) -> list[list[tuple[list[int], bool]]]:
+    """`samples` completions per prompt at `temperature` (no top-k/top-p), as token ids without EOS/padding, with
     whether each ended with EOS (`trl_lite.data.transformers_sampler` with `return_ids=True`). Seeded, and the global
     RNG state is restored afterwards.
 
@@ -62,7 +66,8 @@ def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: 
     from ..data import transformers_sampler
 
     model.eval()
-    sample = transformers_sampler(model, tokenizer, max_new_tokens=max_new_tokens, temperature=1.0, top_p=1.0, top_k=0,
+    sample = transformers_sampler(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature, top_p=1.0,
+                                  top_k=0,
                                   batch_size=batch_size, seed=seed, return_ids=True)
     return sample(prompts, samples)
 
@@ -115,8 +120,10 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
                   budgets: dict[str, int], classify=None, carry=None, problems: list[str] | None = None) -> dict:
     """Accuracy, pass@n, accuracy for k >= 5, lengths by correctness, truncation and format shares, at each budget.
 
-    `groups[i]`: the samples of problem i (token ids without EOS, ended) at the longest budget; each other budget
-    `L` sees a sample's first `L` tokens. `classify(text, truncated, k) -> format` and `carry(text, problem) ->
+    `groups[i]`: the samples of problem i (token ids without EOS, ended), sampled at least as far as the longest
+    budget; each budget `L` sees a sample's first `L` tokens. Sampled further (a horizon), they also tell which
+    completions cut at a budget would have ended (`unending_share`: the share of the cut ones that did not end within
+    the sample) and been right (`would_be_correct_share`). `classify(text, truncated, k) -> format` and `carry(text, problem) ->
     (carries, dropped)` (with `problems[i]` the prompt's text) add the SUM-k measures. Keys are `<measure>` for the
     longest budget and `<measure>@<name>` for others.
     """
@@ -128,7 +135,7 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
         suffix = "" if budget == longest else f"@{name}"
         correct_n, total, per_problem, k5 = 0, 0, [], []
         lengths = {True: [], False: []}
-        truncated_n, loops, would_be, formats = 0, 0, 0, {}
+        truncated_n, loops, would_be, formats, unending, long_wrong = 0, 0, 0, {}, 0, 0
         filler_wrong = wrong = 0
         carries = dropped = 0
         for i, (group, answer, k) in enumerate(zip(groups, answers, ks)):
@@ -142,11 +149,13 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
                 c_problem += ok
                 total += 1
                 lengths[ok].append(len(cut))
+                long_wrong += (not ok) and len(cut) > LONG_WRONG
                 if k >= 5:
                     k5.append(ok)
                 if not done:
                     truncated_n += 1
                     would_be += full_ok
+                    unending += not ended
                 if classify is not None:
                     fmt = classify(text, not done, k)
                     formats[fmt] = formats.get(fmt, 0) + 1
@@ -169,6 +178,8 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
             "trunc_share": truncated_n / max(total, 1),
             "would_be_correct_share": would_be / truncated_n if truncated_n else float("nan"),
             "truncated_n": truncated_n,
+            "unending_share": unending / truncated_n if truncated_n else float("nan"),
+            "long_wrong_share": long_wrong / max(total, 1),
         }
         measures["length_gap"] = measures["len_incorrect"] - measures["len_correct"]
         if classify is not None:

@@ -1,14 +1,15 @@
-"""Runs the lab: the arms of the chosen experiments x seeds (each an ordinary `trl-lite ablate` run), then the verdicts,
-the figures and `summary.md`.
+"""Runs the lab: the arms of the chosen experiments x their pre-registered seeds, each an ordinary `trl-lite ablate`
+run of a `LitePPOTrainer` (`trl_lite.ablate.run_one`), plus the initial policies' held-out evaluations.
 
-Layout of `--output-dir`:
+Runs write results; `trl_lite.lab.results` reads them; `trl_lite.lab.report` turns them into verdicts. Layout of
+`--output-dir`:
 
-- `data/add_mixes.json`: the ADD mixes (training problems bucketed by the initial policy's correct answers out of 8,
-  the paper's Easy/Medium/Hard method); built once.
-- `initial/<task>-<data>.json`: the untrained policy's held-out evaluation.
-- `runs/<arm>/seed<k>/`: `metrics.jsonl`, `clipped_tokens.jsonl`, `result.json` (a run with one is never repeated, so
-  an interrupted lab resumes where it stopped; arms shared by experiments run once).
-- `T<n>.png`, `summary.md`, `summary.json`.
+- `audit.json`, `audit.md`: the audit (`trl_lite.lab.audit`), made first; an experiment whose audit gate fails is never
+  run;
+- `initial/<task>-<policy>-<problems>.json`: the untrained policy's held-out evaluation;
+- `runs/<arm>/seed<k>/`: `metrics.jsonl`, `clipped_tokens.jsonl`, `result.json` (with the definitions'
+  `preregistration_sha256`). A run with a `result.json` is never repeated, so an interrupted lab resumes where it
+  stopped; arms shared by experiments run once.
 """
 
 from __future__ import annotations
@@ -20,125 +21,131 @@ import time
 
 import torch
 
-from ..ablate import read_metrics, run_one
+from ..ablate import run_one
 from ..trainer import LitePPOTrainer
-from .experiments import ADD_SETTINGS, EXPERIMENTS, LOOSE, TIGHT, Arm
-from .measure import late_jitter, mean, score_samples, token_covariance, top_share
+from .experiments import (
+    ADD_POLICIES,
+    ADD_SETTINGS,
+    EVAL_PROBLEMS,
+    EVAL_SAMPLES,
+    EXPERIMENTS,
+    HORIZON,
+    LOOSE,
+    TIGHT,
+    Arm,
+    preregistration_sha256,
+)
+from .measure import score_samples, top_share
+from .results import RESULT_FILE, initial_path, is_finished, run_folder
+from .stats import mean
 
 ADD_BUDGET = ADD_SETTINGS["max_completion_length"]  # ADD's held-out budget: its training length
-EVAL_PROBLEMS, EVAL_SAMPLES = 1000, 4  # held-out: 1000 problems x 4 samples (evaluation noise ~0.007 at p = 0.5)
 FORK_QUANTILE = 0.8  # "fork tokens": the 20% of completion tokens where the policy's entropy is highest
+RATIO_BANDS = {"ratio_band_tokens": (1.2, 1.28), "ratio_wide_band_tokens": (1.2, 1.32)}  # where clip arms differ
 
 
 class LabTrainer(LitePPOTrainer):
-    """`LitePPOTrainer` that also logs what the lab measures on each generation batch (single process):
-    `lab/top5_abs_adv_share`, `lab/inv_sigma_batch`, `lab/cov_logp_adv`, `lab/tokens/<class>`."""
+    """`LitePPOTrainer` that also logs what the lab measures, through the trainer's public hooks (single process):
+    per generation batch `lab/top5_abs_adv_share`, `lab/inv_sigma_batch`, `lab/tokens/<class>`; per training
+    micro-batch `lab/pos_adv_tokens` and `lab/ratio_band_tokens` / `lab/ratio_wide_band_tokens` (positive-advantage
+    tokens whose ratio pi/pi_old lies in (1.2, 1.28] / (1.2, 1.32], where arms with those epsilon_high differ)."""
 
-    def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+    def on_generation_batch(self, output: dict, advantages: torch.Tensor, counted: torch.Tensor) -> None:
         if not self.model.training:
-            return output
+            return
         metrics = self._metrics["train"]
-        advantages, counted, _ = self._lite_last_advantages
         metrics["lab/top5_abs_adv_share"].append(top_share(advantages[counted]))
         rewards = output["lite_rewards"].double()  # (N,)
         sigma = rewards[~torch.isnan(rewards)].std().item()
         metrics["lab/inv_sigma_batch"].append(1.0 / sigma if sigma > 0 else float("nan"))
-        mask = output["completion_mask"]  # (B, T), truncated rows already masked out by the overlong filter
-        if output.get("old_per_token_logps") is not None:
-            metrics["lab/cov_logp_adv"].append(token_covariance(output["old_per_token_logps"], output["advantages"],
-                                                                mask))
-        classes = self._lab_token_classes()
-        ids = output["completion_ids"][mask.bool()]  # (n,)
-        for name, members in classes.items():
+        ids = output["completion_ids"][output["completion_mask"].bool()]  # (n,) tokens trained on
+        for name, members in self._token_classes().items():
             metrics[f"lab/tokens/{name}"].append(float(torch.isin(ids, members).sum()))
-        return output
 
-    def _lab_token_classes(self) -> dict[str, torch.Tensor]:
+    def on_loss_tokens(self, inputs: dict, per_token_logps: torch.Tensor) -> None:
+        old = inputs.get("old_per_token_logps")
+        mask = inputs["completion_mask"].bool()  # (B, T)
+        positive = mask & (inputs["advantages"] > 0).unsqueeze(1)  # (B, T)
+        ratio = torch.ones_like(per_token_logps) if old is None else torch.exp(per_token_logps - old)  # (B, T)
+        metrics = self._metrics["train"]
+        metrics["lab/pos_adv_tokens"].append(float(positive.sum()))
+        for key, (low, high) in RATIO_BANDS.items():
+            metrics[f"lab/{key}"].append(float((positive & (ratio > low) & (ratio <= high)).sum()))
+
+    def _token_classes(self) -> dict[str, torch.Tensor]:
         if not hasattr(self, "_lab_classes"):
             from ..tasks.sumk import token_class
 
-            vocab = self.processing_class.get_vocab()
             by_class: dict[str, list[int]] = {}
-            for token, index in vocab.items():
+            for token, index in self.processing_class.get_vocab().items():
                 by_class.setdefault(token_class(token), []).append(index)
             self._lab_classes = {name: torch.tensor(ids) for name, ids in by_class.items()}
         return self._lab_classes
 
 
 ################
-# Tasks, data, policies, evaluation
+# Policies, data, evaluation
 ################
-def policy_path(arm: Arm) -> str:
+def policy_path(task: str, policy: str) -> str:
     from ..tasks.arithmetic import embedded_policy_path
     from ..tasks.sumk import sumk_policy_path
 
-    return embedded_policy_path() if arm.task == "add" else sumk_policy_path(arm.data)
+    return embedded_policy_path(ADD_POLICIES[policy]) if task == "add" else sumk_policy_path(policy)
 
 
-def add_mixes(output_dir: str, pool: int = 1600) -> dict[str, list[dict]]:
-    """The ADD mixes: `pool` medium and hard training problems, each sampled 8 times by the initial policy; easy =
-    7-8 correct, hard = 1-3 correct (pass rate 0.1-0.3, no all-wrong groups), mixed = the two interleaved 50/50."""
-    path = os.path.join(output_dir, "data", "add_mixes.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def add_mix(mix: str, size: int = 800) -> list[dict]:
+    """An ADD mix, by a feature of the problem: `easy` = training problems (medium and hard levels) whose sum does not
+    carry into the hundreds, `hard` = those whose sum does, `mixed` = the two interleaved; `size` problems each."""
+    from ..tasks.arithmetic import arithmetic_dataset, carries_into_hundreds
 
-    from ..data import count_correct, transformers_sampler
-    from ..rewards import last_boxed
-    from ..tasks.arithmetic import arithmetic_dataset, embedded_policy_path
-
-    model_id = embedded_policy_path()
-    tokenizer, model = AutoTokenizer.from_pretrained(model_id), AutoModelForCausalLM.from_pretrained(model_id)
-    problems = arithmetic_dataset("medium,hard", split="train", num_per_level=pool // 2, seed=0)
-    sample = transformers_sampler(model, tokenizer, max_new_tokens=14, temperature=1.0, top_p=None, top_k=None,
-                                  batch_size=256, seed=0)
-    counts = count_correct(problems, sample, lambda text, gold: "correct" if last_boxed(text) == gold else "wrong", k=8)
-    rows = [{"prompt": p, "answer": a, "num_correct": c}
-            for p, a, c in zip(problems["prompt"], problems["answer"], counts)]
-    mixes = {"easy": [r for r in rows if r["num_correct"] >= 7],
-             "hard": [r for r in rows if 1 <= r["num_correct"] <= 3]}
-    n = min(len(mixes["easy"]), len(mixes["hard"]))
-    mixes["mixed"] = [row for pair in zip(mixes["easy"][:n], mixes["hard"][:n]) for row in pair]
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(mixes, f)
-    return mixes
+    data = arithmetic_dataset("medium,hard", split="train", seed=0).shuffle(seed=0)
+    rows = [{"prompt": p, "answer": a} for p, a in zip(data["prompt"], data["answer"])]
+    easy = [r for r in rows if not carries_into_hundreds(r["prompt"][-1]["content"])][:size]
+    hard = [r for r in rows if carries_into_hundreds(r["prompt"][-1]["content"])][:size]
+    if mix == "easy":
+        return easy
+    if mix == "hard":
+        return hard
+    if mix == "mixed":
+        return [row for pair in zip(easy[: size // 2], hard[: size // 2]) for row in pair]
+    raise ValueError(f"mix={mix!r} is not supported; expected 'easy', 'hard' or 'mixed'.")
 
 
-def train_set(arm: Arm, output_dir: str, seed: int):
+def train_set(arm: Arm, seed: int):
     from datasets import Dataset
 
     if arm.task == "add":
-        rows = add_mixes(output_dir)[arm.data]
+        rows = add_mix(arm.data)
         return Dataset.from_dict({"prompt": [r["prompt"] for r in rows], "answer": [r["answer"] for r in rows]})
     from ..tasks.sumk import sumk_dataset
 
     return sumk_dataset(4000, split="train", seed=1000 + seed)
 
 
-def heldout(task: str):
-    if task == "add":
+def heldout(task: str, problems: int):
+    """The held-out problems and their k (SUM-k; 3 for ADD)."""
+    if task == "add":  # both levels, so both kinds of sum (with and without a carry into the hundreds)
         from ..tasks.arithmetic import arithmetic_dataset
 
-        data = arithmetic_dataset("hard", split="test", num_per_level=EVAL_PROBLEMS, seed=0)
+        data = arithmetic_dataset("medium,hard", split="test", num_per_level=(problems + 1) // 2, seed=0)
+        data = data.shuffle(seed=0).select(range(min(problems, len(data))))
         return data, [3] * len(data)
     from ..tasks.sumk import sumk_dataset
 
-    data = sumk_dataset(EVAL_PROBLEMS, split="test", seed=0)
+    data = sumk_dataset(problems, split="test", seed=0)
     return data, list(data["k"])
 
 
-def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, samples: int = EVAL_SAMPLES) -> dict:
-    """The held-out evaluation every run of a task gets: `problems` x `samples` completions at temperature 1."""
+def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, temperature: float = 1.0) -> dict:
+    """The held-out evaluation every run of a task gets: `problems` x `EVAL_SAMPLES` completions at the training
+    temperature. SUM-k samples run to `HORIZON` tokens; the 96- and 28-token budgets are read off their prefixes."""
     from .measure import sample_completions, token_entropies
 
-    data, ks = heldout(task)
-    data, ks = data.select(range(min(problems, len(data)))), ks[:problems]
-    budget = ADD_BUDGET if task == "add" else LOOSE
+    data, ks = heldout(task, problems)
     started = time.time()
-    groups = sample_completions(model, tokenizer, list(data["prompt"]), samples=samples, max_new_tokens=budget)
+    budget = ADD_BUDGET if task == "add" else HORIZON
+    groups = sample_completions(model, tokenizer, list(data["prompt"]), samples=EVAL_SAMPLES, max_new_tokens=budget,
+                                temperature=temperature)
     if task == "add":
         out = score_samples(groups, list(data["answer"]), ks, tokenizer, budgets={"max": budget})
     else:
@@ -155,18 +162,18 @@ def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, samples
     return out
 
 
-def initial_eval(arm: Arm, output_dir: str, problems: int = EVAL_PROBLEMS) -> dict:
-    """The untrained policy's evaluation (cached)."""
-    policy = arm.data if arm.task == "sumk" else "policy"
-    path = os.path.join(output_dir, "initial", f"{arm.task}-{policy}-{problems}.json")
+def initial_eval(task: str, policy: str, output_dir: str, problems: int = EVAL_PROBLEMS,
+                 temperature: float = 1.0) -> dict:
+    """The untrained policy's held-out evaluation (made once, then read from `initial/`)."""
+    path = initial_path(output_dir, task, policy if temperature == 1.0 else f"{policy}-T{temperature}", problems)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model_id = policy_path(arm)
-    result = evaluate(arm.task, AutoModelForCausalLM.from_pretrained(model_id), AutoTokenizer.from_pretrained(model_id),
-                      problems=problems)
+    model_id = policy_path(task, policy)
+    result = evaluate(task, AutoModelForCausalLM.from_pretrained(model_id), AutoTokenizer.from_pretrained(model_id),
+                      problems=problems, temperature=temperature)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
@@ -176,123 +183,70 @@ def initial_eval(arm: Arm, output_dir: str, problems: int = EVAL_PROBLEMS) -> di
 ################
 # Runs
 ################
-def run_folder(output_dir: str, arm: Arm, seed: int) -> str:
-    return os.path.join(output_dir, "runs", arm.name, f"seed{seed}")
-
-
 def run_arm(arm: Arm, seed: int, output_dir: str, *, steps: int | None = None, progress: bool = True,
-            heldout: bool = True, eval_problems: int = EVAL_PROBLEMS) -> dict:
-    """One arm with one seed, unless it has finished before; returns its result with the training measures.
-    `heldout=False` skips the held-out evaluation (the audit's short runs)."""
+            eval_problems: int = EVAL_PROBLEMS) -> None:
+    """Trains and evaluates one arm with one seed, unless it has finished before; writes its `result.json`."""
+    if is_finished(output_dir, arm, seed):
+        return
     folder = run_folder(output_dir, arm, seed)
-    done = os.path.join(folder, "result.json")
-    if not os.path.exists(done):
-        started = time.time()
-        settings = dict(arm.settings)
-        run_one("lite_ppo", seed, output_dir, max_steps=steps or arm.steps, model=policy_path(arm),
-                folder=folder, train_set=train_set(arm, output_dir, seed), settings=settings, trainer_cls=LabTrainer,
-                evaluate=(lambda trainer, tokenizer: evaluate(arm.task, trainer.model, tokenizer, eval_problems))
-                if heldout else None,
-                eval_problems=0, progress=progress,
-                desc=f"{arm.name} seed {seed}")
-        with open(done, encoding="utf-8") as f:
-            result = json.load(f)
-        result["wall_s"] = time.time() - started
-        with open(done, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    with open(done, encoding="utf-8") as f:
+    started = time.time()
+    settings = dict(arm.settings)
+    run_one("lite_ppo", seed, output_dir, max_steps=steps or arm.steps, model=policy_path(arm.task, arm.policy),
+            folder=folder, train_set=train_set(arm, seed), settings=settings, trainer_cls=LabTrainer,
+            evaluate=lambda trainer, tokenizer: evaluate(arm.task, trainer.model, tokenizer, eval_problems,
+                                                         settings["temperature"]),
+            eval_problems=0, progress=progress, desc=f"{arm.name} seed {seed}")
+    path = os.path.join(folder, RESULT_FILE)
+    with open(path, encoding="utf-8") as f:
         result = json.load(f)
-    result["train"] = train_measures(folder)
-    return result
+    result.update(wall_s=time.time() - started, preregistration_sha256=preregistration_sha256(),
+                  steps=steps or arm.steps, eval_problems=eval_problems)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
 
 
-def train_measures(folder: str) -> dict:
-    """What the lab reads from a run's logs: advantage concentration, 1/sigma, gradient norms, reward jitter, the
-    covariance term, clip shares, loops, truncation, and the clip census by token class."""
-    from ..diagnostics_window import CLIPPED_TOKENS_FILE
-    from ..tasks.sumk import token_class
-
-    rows = read_metrics(os.path.join(folder, "metrics.jsonl"))
-
-    def series(key):
-        return [row[key] for row in rows if row.get(key) is not None]
-
-    def first_last(key, n=3):
-        values = series(key)
-        return mean(values[:n]), mean(values[-n:])
-
-    tokens: dict[str, float] = {}
-    for row in rows:
-        for key, value in row.items():
-            if key.startswith("lab/tokens/"):
-                tokens[key.split("/")[-1]] = tokens.get(key.split("/")[-1], 0.0) + value
-    clipped: dict[str, int] = {}
-    path = os.path.join(folder, CLIPPED_TOKENS_FILE)
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                for token in json.loads(line)["tokens"]:
-                    if token["bound"] == "high":
-                        cls = token_class(token["token"])
-                        clipped[cls] = clipped.get(cls, 0) + token["count"]
-    loops_first, loops_last = first_last("repetition/frac")
-    return {
-        "top5_adv_share": mean(series("lab/top5_abs_adv_share")),
-        "inv_sigma_max": max(series("lab/inv_sigma_batch") or [float("nan")]),
-        "grad_norm_max": max(series("grad_norm") or [float("nan")]),
-        "grad_norm_mean": mean(series("grad_norm")),
-        "reward_jitter": late_jitter(series("reward")),
-        "cov_logp_adv": mean(series("lab/cov_logp_adv")),
-        "clip_high_frac": mean(series("clip_ratio/high_mean")),
-        "clip_low_frac": mean(series("clip_ratio/low_mean")),
-        "entropy_last": first_last("entropy")[1],
-        "loop_rate_first": loops_first,
-        "loop_rate_last": loops_last,
-        "dropped_loop_share": mean(series("repetition/frac_truncated")),
-        "trunc_first": first_last("overlong/frac_truncated")[0],
-        "tokens_by_class": tokens,
-        "clipped_high_by_class": clipped,
-    }
-
-
-def jobs(takeaways: list[str], seeds: int) -> list[tuple[Arm, int]]:
-    """The distinct (arm, seed) runs of the experiments, seed by seed (an interrupted lab has whole seeds done)."""
+def jobs(names: list[str], seeds: int | None = None) -> list[tuple[Arm, int]]:
+    """The distinct (arm, seed) runs of the experiments, seed by seed (an interrupted lab has whole seeds done).
+    `seeds` replaces the pre-registered seed counts (a quick try)."""
     out, seen = [], set()
-    for seed in range(seeds):
-        for name in takeaways:
-            for arm in EXPERIMENTS[name].arms.values():
-                if (arm, seed) not in seen:
-                    seen.add((arm, seed))
-                    out.append((arm, seed))
+    for seed in range(max(seeds or EXPERIMENTS[name].seeds for name in names) if names else 0):
+        for name in names:
+            if seed >= (seeds or EXPERIMENTS[name].seeds):
+                continue
+            for a in EXPERIMENTS[name].arms.values():
+                if (a, seed) not in seen:
+                    seen.add((a, seed))
+                    out.append((a, seed))
     return out
 
 
-def run(takeaways: list[str], seeds: int, output_dir: str, *, steps: int | None = None, progress: bool = True,
-        shard: tuple[int, int] = (0, 1), eval_problems: int = EVAL_PROBLEMS) -> dict | None:
-    """Runs (or resumes) the experiments' runs, then writes the verdicts, figures and summary. `shard=(i, n)` runs only
-    every n-th run from the i-th (to split a lab over processes or machines); the summary is written by the shard
-    that finds every run finished. `steps` and `eval_problems` shrink every run (for a quick try or a test)."""
+def run(names: list[str], output_dir: str, *, seeds: int | None = None, steps: int | None = None,
+        progress: bool = True, shard: tuple[int, int] = (0, 1), eval_problems: int = EVAL_PROBLEMS) -> bool:
+    """Runs (or resumes) the experiments' runs; returns whether every run of them has finished. Experiments whose
+    audit gate failed are skipped (their verdict is `untestable` without training). `shard=(i, n)` runs every n-th run
+    from the i-th (to split a lab over processes); `seeds`, `steps` and `eval_problems` shrink the lab for a quick try
+    or a test."""
     from tqdm.auto import tqdm
 
-    from .report import report
+    from .audit import audit, failed_audit_gates
 
-    unknown = [name for name in takeaways if name not in EXPERIMENTS]
+    unknown = [name for name in names if name not in EXPERIMENTS]
     if unknown:
-        raise ValueError(f"takeaways={','.join(takeaways)!r} names {unknown}; expected among {EXPERIMENTS.names()} "
+        raise ValueError(f"takeaways={','.join(names)!r} names {unknown}; expected among {EXPERIMENTS.names()} "
                          "or 'all'.")
-    if not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds={seeds!r} is not supported; expected an int >= 1.")
+    if seeds is not None and (not isinstance(seeds, int) or seeds < 2):
+        raise ValueError(f"seeds={seeds!r} is not supported; expected an int >= 2 (a verdict needs a spread).")
     index, count = shard
     if not (isinstance(count, int) and count >= 1 and isinstance(index, int) and 0 <= index < count):
         raise ValueError(f"shard={index}/{count} is not supported; expected i/n with 0 <= i < n.")
     os.makedirs(output_dir, exist_ok=True)
-    todo = jobs(takeaways, seeds)
+    measures = audit(output_dir, names, progress=progress, eval_problems=eval_problems)
+    testable = [name for name in names if not failed_audit_gates(EXPERIMENTS[name], measures)]
+    todo = jobs(testable, seeds)
     mine = [job for i, job in enumerate(todo) if i % count == index]
     bar = tqdm(mine, desc="lab", unit="run", disable=not progress, file=sys.stderr)
-    for arm, seed in bar:
-        bar.set_postfix_str(f"{arm.name} seed {seed}")
-        initial_eval(arm, output_dir, eval_problems)
-        run_arm(arm, seed, output_dir, steps=steps, progress=progress, eval_problems=eval_problems)
-    if not all(os.path.exists(os.path.join(run_folder(output_dir, arm, seed), "result.json")) for arm, seed in todo):
-        return None  # another shard is still running
-    return report(takeaways, seeds, output_dir)
+    for a, seed in bar:
+        bar.set_postfix_str(f"{a.name} seed {seed}")
+        initial_eval(a.task, a.policy, output_dir, eval_problems, a.settings["temperature"])
+        run_arm(a, seed, output_dir, steps=steps, progress=progress, eval_problems=eval_problems)
+    return all(is_finished(output_dir, a, seed) for a, seed in todo)

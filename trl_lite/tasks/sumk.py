@@ -11,6 +11,7 @@ The lab's task for the takeaways that need lengths, truncation, connective token
 | careful | `chkb6=11;thenc9=20;thend2=22;so\\boxed{22}` | about 41         |
 | filler  | runs of `.` before or between steps         | 45-96            |
 | loop    | one step repeated, never ending (no EOS)    | up to the limit  |
+| long    | a scratchpad padded with `.` runs, ending   | 80-120           |
 
 Each operand carries a tag (`a`-`f`) in the prompt, and a step names the next tag, copies its digit and writes the
 running sum: the next operand is found by content, not by counting (with untagged operands, the policies could not
@@ -129,8 +130,14 @@ def steps(nums: list[int], rng: random.Random, carry_error: float = 0.0,
 
 
 def write_completion(nums: list[int], style: str, rng: random.Random, *, carry_error: float = 0.0,
-                     step_noise: float = 0.0, direct_noise: float = 0.0, max_len: int = 96) -> tuple[str, bool]:
-    """A completion in `style` (direct, step, careful, filler, loop) and whether it ends (False: a loop, no EOS)."""
+                     step_noise: float = 0.0, direct_noise: float = 0.0, max_len: int = 96,
+                     recheck: float = 0.0) -> tuple[str, bool]:
+    """A completion in `style` (direct, step, careful, filler, loop, long) and whether it ends (False: a loop, no EOS).
+
+    `recheck`: in the careful style, the chance that a step is followed by `chk` and the same step written again
+    instead of going straight on with `then` (a connective fork that does not change the answer, Takeaway 5). The
+    long style is a scratchpad padded with `.` runs to 80-120 tokens that does end (Takeaway 8: a long completion that
+    is not a loop)."""
     if style == "direct":
         answer = sum(nums)
         if rng.random() < direct_noise:
@@ -140,7 +147,18 @@ def write_completion(nums: list[int], style: str, rng: random.Random, *, carry_e
     if style == "step":
         return "".join(p + ";" for p in parts) + f"\\boxed{{{total}}}", True
     if style == "careful":
-        return "chk" + "then".join(p + ";" for p in parts) + f"so\\boxed{{{total}}}", True
+        text = "chk"
+        for i, p in enumerate(parts):
+            text += ("then" if i else "") + p + ";"
+            if recheck and rng.random() < recheck:
+                text += "chk" + p + ";"
+        return text + f"so\\boxed{{{total}}}", True
+    if style == "long":  # `.` runs before the steps, up to a length drawn in [80, 120] tokens (one per character)
+        body, answer = [p + ";" for p in parts], f"\\boxed{{{total}}}"
+        pad = max(0, rng.randint(80, 120) - sum(map(len, body)) - (len(answer) - len("\\boxed") + 1))
+        cuts = sorted(rng.randint(0, pad) for _ in range(len(body) - 1))
+        runs = [b - a for a, b in zip([0] + cuts, cuts + [pad])]  # pad split into len(body) runs
+        return "".join("." * r + b for r, b in zip(runs, body)) + answer, True
     if style == "filler":
         dots = lambda: "." * rng.randint(3, 14)  # noqa: E731
         return dots() + "".join(p + ";" + (dots() if rng.random() < 0.5 else "") for p in parts) + \
@@ -151,7 +169,7 @@ def write_completion(nums: list[int], style: str, rng: random.Random, *, carry_e
         while len(text) < max_len * 2:
             text += parts[stuck] + ";"
         return text, False
-    raise ValueError(f"style={style!r} is not supported; expected direct, step, careful, filler or loop.")
+    raise ValueError(f"style={style!r} is not supported; expected direct, step, careful, filler, loop or long.")
 
 
 ################
@@ -198,10 +216,16 @@ def carry_errors(text: str, problem: str) -> tuple[int, int]:
     return carries, dropped
 
 
+# The lab's SUM-k policies (`scripts/build_lab_policies.py`): base- and aligned-like, and three fine-tuned from them
+# for the fair tests of issue 20 (an aligned-like one with a real carry fork, one with a connective fork, a base-like
+# one with a long terminating format).
+SUMK_POLICIES = ("base", "aligned", "fork", "connective", "long")
+
+
 def sumk_policy_path(kind: str = "base") -> str:
-    """Local folder of the lab's `base`- or `aligned`-like SUM-k policy (built by `scripts/build_lab_policies.py`)."""
+    """Local folder of one of the lab's SUM-k policies (`SUMK_POLICIES`, built by `scripts/build_lab_policies.py`)."""
     import importlib.resources
 
-    if kind not in ("base", "aligned"):
-        raise ValueError(f"kind={kind!r} is not supported; expected 'base' or 'aligned'.")
+    if kind not in SUMK_POLICIES:
+        raise ValueError(f"kind={kind!r} is not supported; expected one of {list(SUMK_POLICIES)}.")
     return str(importlib.resources.files("trl_lite").joinpath(f"assets/sumk_{kind}"))

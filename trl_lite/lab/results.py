@@ -1,0 +1,115 @@
+"""The lab's finished runs, read only: where they live, what a run's logs say, and the evidence the verdicts use.
+
+Nothing here trains or evaluates. A run that has not finished is an error naming it (run `trl-lite lab run` first);
+a run made under other definitions (another `preregistration_sha256`) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .experiments import Arm, Experiment, preregistration_sha256
+from .stats import mean
+
+RESULT_FILE = "result.json"
+
+
+class MissingRun(FileNotFoundError):
+    """A run the verdicts need has not finished."""
+
+
+class DefinitionMismatch(ValueError):
+    """A run was made under other definitions than the current `trl_lite/lab/experiments.py`."""
+
+
+def run_folder(output_dir: str, arm: Arm, seed: int) -> str:
+    return os.path.join(output_dir, "runs", arm.name, f"seed{seed}")
+
+
+def initial_path(output_dir: str, task: str, policy: str, problems: int) -> str:
+    return os.path.join(output_dir, "initial", f"{task}-{policy}-{problems}.json")
+
+
+def is_finished(output_dir: str, arm: Arm, seed: int) -> bool:
+    return os.path.exists(os.path.join(run_folder(output_dir, arm, seed), RESULT_FILE))
+
+
+def load_run(output_dir: str, arm: Arm, seed: int, sha256: str | None = None) -> dict:
+    """A finished run's result (`eval`, `wall_s`, `preregistration_sha256`) with its training measures (`train`)."""
+    folder = run_folder(output_dir, arm, seed)
+    path = os.path.join(folder, RESULT_FILE)
+    if not os.path.exists(path):
+        raise MissingRun(f"run {arm.name} seed {seed} has not finished ({path} is missing); run `trl-lite lab run` "
+                         "first.")
+    with open(path, encoding="utf-8") as f:
+        result = json.load(f)
+    expected = sha256 or preregistration_sha256()
+    if result.get("preregistration_sha256") != expected:
+        raise DefinitionMismatch(
+            f"run {arm.name} seed {seed} was made under preregistration_sha256="
+            f"{result.get('preregistration_sha256')!r}, the definitions now hash to {expected!r}; a summary does not "
+            f"mix runs made under different definitions (delete {folder} to run it again).")
+    result["train"] = train_measures(folder)
+    return result
+
+
+def load_initial(output_dir: str, task: str, policy: str, problems: int) -> dict:
+    path = initial_path(output_dir, task, policy, problems)
+    if not os.path.exists(path):
+        raise MissingRun(f"the initial evaluation of {task}-{policy} is missing ({path}); run `trl-lite lab run` "
+                         "first.")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def experiment_runs(output_dir: str, experiment: Experiment, seeds: int) -> dict[int, dict[str, dict]]:
+    """{seed: {arm label: run}} of one experiment."""
+    return {seed: {label: load_run(output_dir, arm, seed) for label, arm in experiment.arms.items()}
+            for seed in range(seeds)}
+
+
+def train_measures(folder: str) -> dict:
+    """What the lab reads from a run's logs: advantage concentration, 1/sigma, gradient norms, reward jitter, clip
+    shares and the clip census by token class, the ratio band counts, loops and truncation."""
+    from ..ablate import read_metrics
+    from ..diagnostics_window import CLIPPED_TOKENS_FILE
+    from ..tasks.sumk import token_class
+    from .measure import late_jitter
+
+    rows = read_metrics(os.path.join(folder, "metrics.jsonl"))
+
+    def series(key):
+        return [row[key] for row in rows if row.get(key) is not None]
+
+    def total(key):
+        return float(sum(series(key)))
+
+    tokens: dict[str, float] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key.startswith("lab/tokens/") and value is not None:
+                name = key.split("/")[-1]
+                tokens[name] = tokens.get(name, 0.0) + value
+    clipped: dict[str, int] = {}
+    path = os.path.join(folder, CLIPPED_TOKENS_FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                for token in json.loads(line)["tokens"]:
+                    if token["bound"] == "high":
+                        cls = token_class(token["token"])
+                        clipped[cls] = clipped.get(cls, 0) + token["count"]
+    return {
+        "top5_adv_share": mean(series("lab/top5_abs_adv_share")),
+        "inv_sigma_max": max(series("lab/inv_sigma_batch") or [float("nan")]),
+        "grad_norm_max": max(series("grad_norm") or [float("nan")]),
+        "reward_jitter": late_jitter(series("reward")),
+        "clip_high_frac": mean(series("clip_ratio/high_mean")),
+        "pos_adv_tokens": total("lab/pos_adv_tokens"),
+        "ratio_band_tokens": total("lab/ratio_band_tokens"),
+        "ratio_wide_band_tokens": total("lab/ratio_wide_band_tokens"),
+        "trunc_first": mean(series("overlong/frac_truncated")[:3]),
+        "tokens_by_class": tokens,
+        "clipped_high_by_class": clipped,
+    }
