@@ -12,9 +12,8 @@ import sys
 import pytest
 import torch
 
-from trl_lite.lab.experiments import EXPERIMENTS, LOOSE, TIGHT
+from trl_lite.lab.experiments import EXPERIMENTS, HORIZON, LOOSE, TIGHT
 from trl_lite.lab.measure import late_jitter, score_samples, token_covariance, top_share
-from trl_lite.lab.report import interval, verdict
 from trl_lite.tasks.sumk import (
     carry_errors,
     completion_format,
@@ -88,66 +87,223 @@ def test_score_samples_budgets_truncation_and_formats():
     fits = score_samples([[(ids("." * 27 + "\\boxed{9}"), True)]], ["9"], [3], tokenizer, budgets={"t": 32})
     cut = score_samples([[(ids("." * 28 + "\\boxed{9}"), True)]], ["9"], [3], tokenizer, budgets={"t": 32})
     assert fits["acc"] == 1.0 and cut["acc"] == 0.0
+    # sampled past the budget (a horizon): of the two cut at 32, long_ok ended within the sample, the loop did not
+    assert out["unending_share@tight"] == pytest.approx(0.5) and out["unending_share"] == pytest.approx(1.0)
+    # wrong and longer than 40 tokens: only the loop (60 tokens at 96), of 4 samples
+    assert out["long_wrong_share"] == pytest.approx(0.25)
 
 
 ################
-# Verdicts
+# Definitions (the pre-registration)
 ################
-def test_interval_and_verdict():
-    # effects 1, 2, 3: mean 2, sd 1, t_{0.975,2} = 4.303 -> half-width 4.303 / sqrt(3) = 2.484
-    mean, low, high = interval([1.0, 2.0, 3.0])
-    assert (mean, low, high) == pytest.approx((2.0, 2.0 - 2.4843, 2.0 + 2.4843), abs=1e-4)
-    assert verdict([1.0, 2.0, 3.0]) == "inconclusive"  # every sign agrees, the interval does not exclude 0
-    assert verdict([1.0, 1.1, 0.9, 1.05, 0.95]) == "reproduced"
-    assert verdict([-1.0, -1.1, -0.9, -1.05, -0.95]) == "not reproduced"
-    assert verdict([1.0, 1.1, -0.9, 1.05, 0.95]) == "inconclusive"  # one seed disagrees
-    assert verdict([1.0]) == "inconclusive"  # one seed proves nothing
-    assert verdict([1.0, 1.1, 0.9], untestable="no clipping") == "untestable"
-    assert verdict([1.0, float("nan")]) == "inconclusive"
+def test_experiments_cover_the_takeaways_and_clip_scaling():
+    from trl_lite import LitePPOConfig
 
-
-def test_experiments_cover_the_eight_takeaways():
-    assert EXPERIMENTS.names() == [str(n) for n in range(1, 9)]
+    assert EXPERIMENTS.names() == [str(n) for n in range(1, 5)] + ["clip-scaling"] + [str(n) for n in range(5, 9)]
     for name in EXPERIMENTS:
         experiment = EXPERIMENTS[name]
-        assert experiment.metric and experiment.claim and experiment.arms
-        for arm in experiment.arms.values():  # every override is a LitePPOConfig field
-            from trl_lite import LitePPOConfig
+        assert experiment.claim and experiment.arms and experiment.primaries and experiment.gates
+        assert experiment.seeds >= 5
+        for a in experiment.arms.values():  # every override is a LitePPOConfig field
+            LitePPOConfig(output_dir="/tmp/unused", use_cpu=True, bf16=False, **a.settings)
+    # arms shared across experiments run once: T8's "off" is T4's base-like arm at 0.2 and T6's base token-mean arm
+    assert EXPERIMENTS["8"].arms["off"] == EXPERIMENTS["4"].arms["base 0.2"] == EXPERIMENTS["6"].arms["base token"]
+    assert EXPERIMENTS["6"].arms["aligned token"] == EXPERIMENTS["4"].arms["aligned 0.2"]
+    assert TIGHT < LOOSE < HORIZON and EXPERIMENTS["7"].arms["on"].settings["max_completion_length"] == TIGHT
+    # T3: three pairwise contrasts, no max over competitors, and auto left out with its reason
+    assert [p.name for p in EXPERIMENTS["3"].primaries] == [
+        "T3 vs batch/batch", "T3 vs group/group", "T3 vs group/none"]
+    assert "auto" in EXPERIMENTS["3"].excluded and not any("auto" in label for label in EXPERIMENTS["3"].arms)
+    # T8's second half is an equivalence test with a stated margin; clip scaling tests both of its halves
+    assert [p.margin for p in EXPERIMENTS["8"].primaries] == [None, 0.03]
+    assert len(EXPERIMENTS["clip-scaling"].primaries) == 2
 
-            LitePPOConfig(output_dir="/tmp/unused", use_cpu=True, bf16=False, **arm.settings)
-    # paired arms shared across experiments run once: T5's runs are T4's runs at 0.2, T8's "off" is T4's base 0.2
-    assert EXPERIMENTS["5"].arms["base 0.2"] == EXPERIMENTS["4"].arms["base 0.2"] == EXPERIMENTS["8"].arms["off"]
-    assert EXPERIMENTS["6"].arms["base token"] == EXPERIMENTS["4"].arms["base 0.2"]
-    assert TIGHT < LOOSE and EXPERIMENTS["7"].arms["on"].settings["max_completion_length"] == TIGHT
+
+def test_an_arm_identical_to_another_is_refused():
+    from trl_lite.lab.experiments import Experiment, Gate, Primary, arm
+
+    # epsilon_high=0.2 is the default: the two arms train alike, so they compare equal and the definition is refused
+    assert arm("sumk", "fork", epsilon_high=0.2) == arm("sumk", "fork")
+    with pytest.raises(ValueError, match="arms 'a' and 'b' train alike"):
+        Experiment(id="X", title="t", claim="c", arms={"a": arm("sumk", "fork"),
+                                                        "b": arm("sumk", "fork", epsilon_high=0.2)},
+                   primaries=(Primary("X", "m", lambda runs: 0.0),), gates=(Gate("g", lambda e: 1.0, 0.0),))
 
 
-def test_t5_needs_enough_clips_to_see_the_connectives():
-    """T5's effect is -1 whenever no connective was clipped; that is a finding only if, with clipping blind to the token
-    class, at least 5 of the clipped tokens would have been connectives (e^-5 < 1% chance of none)."""
-    from trl_lite.lab.experiments import _t5_requires
+def test_the_definitions_are_hashed():
+    import hashlib
 
-    def runs(clipped, tokens):
-        return {"base 0.2": {"train": {"clipped_high_by_class": clipped, "tokens_by_class": tokens}}}
+    from trl_lite.lab import experiments
 
-    # the lab's seed 0: 30 clipped of 17,634 tokens, 331 connectives (1.9%): 30 * 331 / 17634 = 0.56 expected
-    reason = _t5_requires(runs({"digit": 29, "tag": 1}, {"digit": 9000.0, "connective": 331.0, "other": 8303.0}))
-    assert "30 tokens clipped" in reason and "(1.9%)" in reason and "0.6 of them" in reason
-    # 500 clipped at a 1% share: 5 expected, enough (none clipped would then be a result)
-    assert _t5_requires(runs({"digit": 500}, {"digit": 99.0, "connective": 1.0})) is None
-    assert _t5_requires(runs({"digit": 499}, {"digit": 99.0, "connective": 1.0})) is not None  # 4.99 expected
-    assert _t5_requires(runs({}, {"connective": 1.0})) == "no token was clipped at the high bound"
-    assert _t5_requires(runs({"digit": 9}, {"digit": 1.0})) == "the policy emitted no connective tokens"
+    root = os.path.join(ROOT, "trl_lite")
+    digest = hashlib.sha256()
+    for name in ("lab/experiments.py", "lab/stats.py", "lab/measure.py", "lab/runner.py", "tasks/sumk.py",
+                 "tasks/arithmetic.py"):  # the definitions, and the code that measures and decides
+        digest.update(name.encode() + b"\0" + open(os.path.join(root, name), "rb").read())
+    assert experiments.preregistration_sha256() == digest.hexdigest()
+
+
+def test_gates():
+    from trl_lite.lab.experiments import Gate
+
+    at_least, at_most = Gate("g", lambda e: e["x"], 0.5), Gate("g", lambda e: e["x"], 0.35, at_most=True)
+    assert at_least.passes(0.5) and not at_least.passes(0.49) and not at_least.passes(float("nan"))
+    assert at_most.passes(0.35) and not at_most.passes(0.36)
+    # T5's runs gate: connectives expected among the high-clipped tokens were clipping blind to the class among the
+    # tokens that can be clipped
+    # seed 0: 100 clipped, connectives 10% of 1000 tokens -> 10; seed 1: 40 clipped, 5% -> 2; pooled 12 < 15
+    gate, smallest = EXPERIMENTS["5"].gates
+
+    def run(clipped, connectives, tokens):  # tokens: those that can be clipped (positive advantage, p < 1/1.2)
+        return {"connective 0.2": {"train": {"clipped_high_by_class": {"digit": clipped},
+                                             "eligible_by_class": {"connective": connectives,
+                                                                   "digit": tokens - connectives}}}}
+
+    evidence = {"runs": {0: run(100, 100, 1000), 1: run(40, 50, 1000)}}
+    assert gate.value(evidence) == pytest.approx(12.0) and not gate.passes(gate.value(evidence))
+    assert smallest.value(evidence) == pytest.approx(2.0) and smallest.passes(2.0)
+
+
+################
+# Reports from finished runs (synthetic runs: the report reads, never trains)
+################
+def _provenance(task="add", policy="carry", sha=None, weights=None):
+    from trl_lite.lab.experiments import policy_dir, preregistration_sha256, weights_sha256
+
+    return {"preregistration_sha256": sha or preregistration_sha256(),
+            "weights_sha256": weights or weights_sha256(policy_dir(task, policy))}
+
+
+def _fake_run(out, a, seed, eval_values, sha=None, train_rows=None, weights=None):
+    from trl_lite.lab.results import run_folder
+
+    folder = run_folder(str(out), a, seed)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "result.json"), "w") as f:
+        json.dump({"eval": eval_values, "wall_s": 30.0, "eval_problems": 1000,
+                   **_provenance(a.task, a.policy, sha, weights)}, f)
+    with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
+        for row in train_rows or [{"step": 1, "reward": 0.5, "grad_norm": 1.0}]:
+            f.write(json.dumps(row) + "\n")
+
+
+def _fake_lab(out, accuracies, audit=None):
+    """T2's two arms over 8 seeds, and an audit whose gates pass (unless `audit` says otherwise)."""
+    experiment = EXPERIMENTS["2"]
+    for seed, (none, group) in enumerate(accuracies):
+        _fake_run(out, experiment.arms["group/none"], seed, {"acc": none})
+        _fake_run(out, experiment.arms["group/group"], seed, {"acc": group})
+    measures = {"add/easy/pass": 0.96, "add/easy/zero_std@8": 0.75, "add/easy/zero_std@16": 0.59,
+                "add/hard/pass": 0.13, "preregistration_sha256": _provenance()["preregistration_sha256"],
+                **(audit or {})}
+    os.makedirs(os.path.join(out, "initial"), exist_ok=True)
+    with open(os.path.join(out, "initial", "add-carry-T0.6-1000.json"), "w") as f:
+        json.dump({"acc": 0.5, **_provenance()}, f)
+    with open(os.path.join(out, "audit.json"), "w") as f:
+        json.dump(measures, f)
+
+
+def test_report_verdict_fields_and_holm(tmp_path):
+    from trl_lite.lab.report import report
+
+    # group/none beats group/group by 0.02 +- 0.002 on every seed: t = 0.02 / (sd / sqrt(8)), far past any threshold
+    gains = [0.020, 0.022, 0.018, 0.021, 0.019, 0.020, 0.023, 0.017]
+    _fake_lab(tmp_path, [(0.6 + g, 0.6) for g in gains])
+    summary = report(["2"], str(tmp_path))
+    (entry,) = summary["takeaways"]
+    assert entry["verdict"] == "reproduced" and entry["id"] == "T2"
+    assert entry["effect"] == pytest.approx(0.02) and entry["per_seed"] == pytest.approx(gains)
+    assert entry["interval"][0] > 0 and entry["adjusted"] < 0.05 and entry["mde"] > 0
+    assert [g["passed"] for g in entry["gates"]] == [True, True] and {"name", "value", "threshold"} <= set(
+        entry["gates"][0])
+    # Holm over all 13 registered primary tests, the 12 not in this report at p = 1: the raw p times 13
+    assert summary["family_size"] == 13 and summary["tested"] == 1 and len(summary["preregistration_sha256"]) == 64
+    assert entry["adjusted"] == pytest.approx(min(1.0, 13 * entry["tests"][0]["p_value"]))
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk["takeaways"][0]["verdict"] == "reproduced"
+    assert "Holm-adjusted p" in (tmp_path / "summary.md").read_text()
+
+
+def test_report_inconclusive_reads_no_effect_larger_than(tmp_path):
+    from trl_lite.lab.report import report
+
+    noise = [0.01, -0.012, 0.004, -0.006, 0.009, -0.011, 0.002, 0.005]
+    _fake_lab(tmp_path, [(0.6 + g, 0.6) for g in noise])
+    (entry,) = report(["2"], str(tmp_path))["takeaways"]
+    assert entry["verdict"] == "inconclusive"
+    assert "no effect larger than" in entry["reads"] and entry["mde"] > abs(entry["effect"])
+
+
+def test_report_untestable_when_an_audit_gate_fails(tmp_path):
+    from trl_lite.lab.report import report
+
+    _fake_lab(tmp_path, [(0.6, 0.6)] * 8, audit={"add/easy/zero_std@16": 0.31})
+    (entry,) = report(["2"], str(tmp_path))["takeaways"]
+    assert entry["verdict"] == "untestable" and "share of zero-std groups of 16 = 0.310, needs >= 0.5" in entry["reads"]
+    assert json.loads((tmp_path / "summary.json").read_text())["tested"] == 0
+
+
+def test_report_refuses_missing_metrics_runs_and_mixed_definitions(tmp_path):
+    from trl_lite.lab.report import report
+    from trl_lite.lab.results import DefinitionMismatch, MissingRun
+    from trl_lite.lab.stats import MetricError
+
+    _fake_lab(tmp_path, [(0.61, 0.6)] * 8)
+    experiment = EXPERIMENTS["2"]
+    _fake_run(tmp_path, experiment.arms["group/none"], 3, {"accuracy": 0.6})  # a typo in the metric's key
+    with pytest.raises(KeyError):
+        report(["2"], str(tmp_path))
+    _fake_run(tmp_path, experiment.arms["group/none"], 3, {"acc": float("nan")})
+    with pytest.raises(MetricError, match="seed 3"):
+        report(["2"], str(tmp_path))
+    _fake_run(tmp_path, experiment.arms["group/none"], 3, {"acc": 0.61}, sha="0" * 64)
+    with pytest.raises(DefinitionMismatch, match="different definitions"):
+        report(["2"], str(tmp_path))
+    _fake_run(tmp_path, experiment.arms["group/none"], 3, {"acc": 0.61}, weights="1" * 64)  # a rebuilt policy
+    with pytest.raises(DefinitionMismatch, match="other weights"):
+        report(["2"], str(tmp_path))
+    import shutil
+
+    from trl_lite.lab.results import run_folder
+
+    shutil.rmtree(run_folder(str(tmp_path), experiment.arms["group/none"], 3))
+    with pytest.raises(MissingRun, match="seed 3 has not finished"):
+        report(["2"], str(tmp_path))
+
+
+def test_the_report_never_trains_and_the_lab_has_no_import_cycle():
+    """`report` and `results` import neither the runner nor the trainer; no lab module imports one that imports it."""
+    import ast
+    import glob
+
+    lab = os.path.join(ROOT, "trl_lite", "lab")
+    imports = {}
+    for path in glob.glob(os.path.join(lab, "*.py")):
+        name = os.path.basename(path)[:-3]
+        tree = ast.parse(open(path).read())
+        imports[name] = {node.module.split(".")[0] for node in ast.walk(tree)
+                         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+    for module in ("report", "results", "stats", "experiments"):
+        assert not {"runner", "audit"} & imports[module], f"trl_lite/lab/{module}.py may start work"
+
+    def reaches(start, target, seen=()):
+        return any(m == target or (m not in seen and reaches(m, target, seen + (m,)))
+                   for m in imports.get(start, ()) if m in imports)
+
+    for module in imports:
+        assert not reaches(module, module), f"trl_lite/lab/{module}.py is part of an import cycle"
+    assert not reaches("report", "runner") and not reaches("results", "runner")
 
 
 def test_lab_rejects_bad_input(tmp_path):
-    from trl_lite.lab import run
+    from trl_lite.lab.runner import run
 
     with pytest.raises(ValueError, match=r"names \['9'\]; expected among"):
-        run(["9"], 1, str(tmp_path))
-    with pytest.raises(ValueError, match="seeds=0 is not supported"):
-        run(["1"], 0, str(tmp_path))
+        run(["9"], str(tmp_path))
+    with pytest.raises(ValueError, match="seeds=1 is not supported"):
+        run(["1"], str(tmp_path), seeds=1)
     with pytest.raises(ValueError, match="shard=2/2 is not supported"):
-        run(["1"], 1, str(tmp_path), shard=(2, 2))
+        run(["1"], str(tmp_path), shard=(2, 2))
 
 
 ################
@@ -173,6 +329,13 @@ def test_sumk_completions():
     assert write_completion(nums, "step", rng)[0] == "b8=15;c3=18;d9=27;\\boxed{27}"
     assert write_completion(nums, "careful", rng)[0] == "chkb8=15;thenc3=18;thend9=27;so\\boxed{27}"
     assert write_completion(nums, "direct", rng) == ("\\boxed{27}", True)
+    # the recheck fork: every step followed by `chk` and the step again (recheck=1), or never (recheck=0, above)
+    assert write_completion([7, 8], "careful", rng, recheck=1.0)[0] == "chkb8=15;chkb8=15;so\\boxed{15}"
+    tokenizer = sumk_tokenizer()
+    for _ in range(20):  # the long format ends, 80-120 tokens (one per character, \boxed one), steps intact
+        text, ends = write_completion(nums, "long", rng)
+        assert ends and 80 <= len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= 120
+        assert text.replace(".", "") == "b8=15;c3=18;d9=27;\\boxed{27}"
     loop, ends = write_completion(nums, "loop", rng, max_len=40)
     assert not ends and len(loop) >= 80
     # the carry habit: 7+8 carries (7 + 8 >= 10), so a dropped carry writes 5; 5+3 = 8 does not carry; 8+9 carries -> 7
@@ -207,33 +370,40 @@ def _lab(*args, cwd):
                           text=True, timeout=900)
 
 
-def test_lab_cli_tiny_run_and_resume(tmp_path):
+def test_lab_cli_tiny_run_report_and_resume(tmp_path):
+    """T1 (its audit gates pass) and T8 (its audit gate fails on 8 held-out problems: fewer than 20 cut completions)
+    through the CLI: 2 seeds, 2 steps; T8's arms are never run; the report reads; a second run repeats nothing."""
     out = tmp_path / "lab"
     listed = _lab("list", cwd=ROOT)
-    assert listed.returncode == 0 and listed.stdout.count("claim:") == 8
-    result = _lab("run", "5,8", "--seeds", "1", "--steps", "2", "--eval-problems", "8", "--output-dir", str(out),
-                  cwd=ROOT)
+    assert listed.returncode == 0 and listed.stdout.count("the paper:") == len(EXPERIMENTS.names())
+    args = ["--seeds", "2", "--steps", "2", "--eval-problems", "8", "--output-dir", str(out)]
+    result = _lab("run", "1,8", *args, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = (out / "summary.md").read_text()
-    for takeaway in ("5: with a low upper bound", "8: at long maximum lengths"):
-        assert f"| {takeaway}" in summary
-    rows = json.loads((out / "summary.json").read_text())
-    assert {r["verdict"] for r in rows} <= {"inconclusive", "untestable"}  # 1 seed never earns more
-    assert len(rows[1]["effects"]) == 1
-    assert (out / "T5.png").stat().st_size > 10_000 and (out / "T8.png").exists()
-    run = out / "runs" / EXPERIMENTS["8"].arms["on"].name / "seed0"
+    assert "T8: an audit gate failed, not run" in result.stderr
+    assert not any((out / "runs" / a.name).exists() for a in EXPERIMENTS["8"].arms.values())
+    reported = _lab("report", "1,8", "--seeds", "2", "--output-dir", str(out), cwd=ROOT)
+    assert reported.returncode == 0, reported.stderr[-3000:]
+    assert "| T1: group-level normalization" in reported.stdout and "**untestable**" in reported.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    t1, t8 = summary["takeaways"]
+    assert t1["verdict"] in ("inconclusive", "reproduced", "not reproduced") and len(t1["per_seed"]) == 2
+    assert t8["verdict"] == "untestable" and "completions cut at 96 tokens" in t8["reads"]
+    assert summary["tested"] == 1 and summary["seeds_override"] == 2
+    assert (out / "T1.png").stat().st_size > 10_000 and not (out / "T8.png").exists()
+    run = out / "runs" / EXPERIMENTS["1"].arms["group/group hard"].name / "seed1"
     result_json = json.loads((run / "result.json").read_text())
-    assert result_json["steps"] == 2 and result_json["eval"]["acc"] >= 0
+    assert result_json["steps"] == 2 and 0 <= result_json["eval"]["acc"] <= 1
+    assert result_json["preregistration_sha256"] == summary["preregistration_sha256"]
     stamp = (run / "result.json").stat().st_mtime
-    again = _lab("run", "8", "--seeds", "1", "--steps", "2", "--eval-problems", "8", "--output-dir", str(out),
-                 cwd=ROOT)
+    again = _lab("run", "1", *args, cwd=ROOT)
     assert again.returncode == 0 and (run / "result.json").stat().st_mtime == stamp  # finished runs are kept
-    assert "| 8: at long maximum lengths" in again.stdout
+    missing = _lab("report", "3", "--seeds", "2", "--output-dir", str(out), cwd=ROOT)
+    assert missing.returncode == 1 and "has not finished" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def test_shipped_lab_policies():
-    """The two SUM-k policies are small, and differ as built: the base-like one mixes formats, the aligned-like one
-    keeps one (measured on 100 held-out problems x 2 samples)."""
+    """The SUM-k policies are small, and differ as built: the base-like ones mix formats, the aligned-like ones keep
+    one (the connective one its careful format), measured on 100 held-out problems x 2 samples."""
     import glob
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -243,7 +413,7 @@ def test_shipped_lab_policies():
 
     data = sumk_dataset(100, split="test", seed=0)
     formats = {}
-    for kind in ("base", "aligned"):
+    for kind in ("base", "aligned", "fork", "connective", "long"):
         path = sumk_policy_path(kind)
         assert sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*"))) < 20 * 2**20  # under 20 MB
         model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
@@ -253,6 +423,8 @@ def test_shipped_lab_policies():
     assert formats["aligned"].get("step", 0) > 0.95  # one clean format
     assert sum(share >= 0.03 for share in formats["base"].values()) >= 3  # direct, step, careful/filler/...
     assert formats["base"].get("direct", 0) > 0.2
+    assert formats["fork"].get("step", 0) > 0.95 and formats["connective"].get("careful", 0) > 0.9
+    assert sum(share >= 0.03 for share in formats["long"].values()) >= 3
     with pytest.raises(ValueError, match="kind='instruct' is not supported"):
         sumk_policy_path("instruct")
 
@@ -289,20 +461,19 @@ def test_teacher_forced_token_measures_match_one_unpadded_forward():
 
 
 def test_audit_tiny(tmp_path):
-    # 8 prompts, 8 steps (one SUM-k generation batch, 2 passes of 4 steps), 8 held-out problems: every check runs
-    from trl_lite.lab import audit
+    # 8 held-out problems: every measure of the audit runs, for T1-T3 (ADD) and T8 (the long SUM-k policy)
+    from trl_lite.lab.audit import audit, failed_audit_gates
 
-    out = audit(str(tmp_path), progress=False, prompts=8, steps=8, eval_problems=8)
-    assert set(out["advantages"]) == {"add-easy", "add-hard", "add-mixed", "sumk-base", "sumk-aligned"}
-    for row in out["advantages"].values():
-        # the top-5% share is scale-free: dividing by the batch std (group/batch) or not (group/none) cannot change it
-        assert row["group/batch"]["top5_abs_adv_share"] == pytest.approx(row["group/none"]["top5_abs_adv_share"])
-        assert 0 <= row["batch"]["mean_reward"] <= 1
-    for policy in ("base", "aligned"):
-        census = out["clip_census"][policy]
-        assert 0 <= census["clip_low_frac"] <= 1 and 0 <= census["clip_high_frac"] <= 1
-        truncation = out["truncation"][policy]
-        assert truncation["truncated_share"]["tight"] >= truncation["truncated_share"]["loose"]  # a shorter budget
+    out = audit(str(tmp_path), ["1", "8"], progress=False, eval_problems=8)
+    for mix in ("easy", "hard"):
+        assert 0 <= out[f"add/{mix}/pass"] <= 1 and 0 <= out[f"add/{mix}/zero_std@16"] <= out[f"add/{mix}/zero_std@8"]
+    # by a feature of the problem: the carry-habit policy gets the easy mix right, drops the hard mix's carry
+    assert out["add/easy/pass"] > 0.8 > 0.35 > out["add/hard/pass"]
+    assert out["sumk/long/truncated_n"] <= 32 and 0 <= out["sumk/long/long_wrong_share"] <= 1
+    assert "sumk/fork/acc" not in out  # only what the experiments asked for
+    assert failed_audit_gates(EXPERIMENTS["1"], out) == []
+    (gate, value), = failed_audit_gates(EXPERIMENTS["8"], out)[:1]
+    assert "completions cut at 96" in gate.name and value == out["sumk/long/truncated_n"] < 20
     text = (tmp_path / "audit.md").read_text()
-    for heading in ("Advantage audit", "Clip census", "Truncation census", "Length-gap pilot"):
-        assert f"## {heading}" in text
+    assert "## Audit gates" in text and "| T8 |" in text
+    assert audit(str(tmp_path), ["1"]) == out  # measured once, then read

@@ -20,6 +20,8 @@ import json
 import os
 
 from .experiments import ADD_SETTINGS, AUDIT_PROBLEMS, EVAL_PROBLEMS, EXPERIMENTS, Experiment, Gate
+from .experiments import policy_dir, preregistration_sha256, weights_sha256
+from .results import AUDIT_FILE, check_provenance
 
 AUDIT_FILE = "audit.json"
 
@@ -49,9 +51,9 @@ def _add_mixes(output: dict, progress: bool) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .measure import sample_completions, sample_rewards
-    from .runner import ADD_BUDGET, add_mix, policy_path
+    from .runner import ADD_BUDGET, add_mix
 
-    model_id = policy_path("add", "carry")
+    model_id = policy_dir("add", "carry")
     tokenizer, model = AutoTokenizer.from_pretrained(model_id), AutoModelForCausalLM.from_pretrained(model_id)
     for mix in ("easy", "hard"):
         rows = add_mix(mix)[:AUDIT_PROBLEMS]
@@ -92,12 +94,19 @@ def audit(output_dir: str, names: list[str] | None = None, *, progress: bool = T
     from .runner import initial_eval
 
     path = os.path.join(output_dir, AUDIT_FILE)
-    measures: dict = {}
+    measures: dict = {"preregistration_sha256": preregistration_sha256()}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             measures = json.load(f)
+        check_provenance(f"the audit in {path}", measures, remedy=f" (delete {path} to audit again)")
     before = dict(measures)
     for task, policy in sections(names or list(EXPERIMENTS.names())):
+        weights = f"weights/{task}/{policy}"
+        if weights in measures:
+            check_provenance(f"the audit of {task}-{policy} in {path}",
+                             {**measures, "weights_sha256": measures[weights]}, policy_dir(task, policy),
+                             remedy=f" (delete {path} to audit again)")
+        measures[weights] = weights_sha256(policy_dir(task, policy))
         if task == "add":
             if policy == "carry" and "add/easy/pass" not in measures:
                 _add_mixes(measures, progress)
@@ -118,7 +127,10 @@ def audit_markdown(measures: dict) -> str:
     lines = ["# trl-lite lab audit", "",
              "Fresh samples of the initial policies, before any training (`trl_lite/lab/audit.py`).", "",
              "## Measures", "", "| measure | value |", "|---|---|"]
-    lines += [f"| `{key}` | {value:.3f} |" for key, value in measures.items()]
+    lines += [f"| `{key}` | {value:.3f} |" for key, value in measures.items() if isinstance(value, (int, float))]
+    lines += ["", f"preregistration_sha256 `{measures['preregistration_sha256']}`; policy weights (SHA-256): "
+              + ", ".join(f"{key[len('weights/'):]} `{value[:12]}`" for key, value in measures.items()
+                          if key.startswith("weights/"))]
     lines += ["", "## Audit gates", "", "| experiment | gate | value | threshold | passed |", "|---|---|---|---|---|"]
     for name in EXPERIMENTS.names():
         for gate in EXPERIMENTS[name].gates:

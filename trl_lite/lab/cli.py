@@ -73,15 +73,25 @@ def main(argv: list[str] | None = None) -> None:
         audit(args.output_dir)
         print(open(os.path.join(args.output_dir, "audit.md"), encoding="utf-8").read(), end="")
     elif args.command == "run":
+        from .audit import audit, failed_audit_gates
         from .runner import run
 
         extra = {"eval_problems": args.eval_problems} if args.eval_problems else {}
-        if not run(_names(args.takeaways), args.output_dir, seeds=args.seeds, steps=args.steps, shard=args.shard,
-                   **extra):
+        names = _names(args.takeaways)
+        measures = audit(args.output_dir, names, progress=True, **extra)
+        testable = [name for name in names if not failed_audit_gates(EXPERIMENTS[name], measures)]
+        for name in sorted(set(names) - set(testable), key=names.index):
+            print(f"{EXPERIMENTS[name].id}: an audit gate failed, not run (untestable; see audit.md)", file=sys.stderr)
+        if not run(testable, args.output_dir, seeds=args.seeds, steps=args.steps, shard=args.shard, **extra):
             print("runs of other shards are unfinished; `trl-lite lab report` once they are", file=sys.stderr)
             return
         print("every run finished; `trl-lite lab report` writes the verdicts", file=sys.stderr)
     else:
         from .report import report
+        from .results import DefinitionMismatch, MissingRun
+        from .stats import MetricError
 
-        print(report(_names(args.takeaways), args.output_dir, seeds=args.seeds)["table"], end="")
+        try:
+            print(report(_names(args.takeaways), args.output_dir, seeds=args.seeds)["table"], end="")
+        except (MissingRun, DefinitionMismatch, MetricError, FileNotFoundError) as err:
+            sys.exit(f"trl-lite lab report: {err}")

@@ -7,12 +7,14 @@ a run made under other definitions (another `preregistration_sha256`) is refused
 from __future__ import annotations
 
 import json
+import math
 import os
 
-from .experiments import Arm, Experiment, preregistration_sha256
+from .experiments import Arm, Experiment, policy_dir, preregistration_sha256, weights_sha256
 from .stats import mean
 
 RESULT_FILE = "result.json"
+AUDIT_FILE = "audit.json"
 
 
 class MissingRun(FileNotFoundError):
@@ -20,15 +22,31 @@ class MissingRun(FileNotFoundError):
 
 
 class DefinitionMismatch(ValueError):
-    """A run was made under other definitions than the current `trl_lite/lab/experiments.py`."""
+    """A run, initial evaluation or audit was made under other definitions (`preregistration_sha256`) or from other
+    policy weights than the current ones."""
+
+
+def check_provenance(what: str, record: dict, weights_dir: str | None = None, sha256: str | None = None,
+                     remedy: str = "") -> None:
+    """Raises `DefinitionMismatch` when `record` was made under other definitions or (given `weights_dir`) from other
+    weights than the current ones."""
+    expected = sha256 or preregistration_sha256()
+    if record.get("preregistration_sha256") != expected:
+        raise DefinitionMismatch(
+            f"{what} was made under preregistration_sha256={record.get('preregistration_sha256')!r}, the definitions "
+            f"now hash to {expected!r}; a summary does not mix results made under different definitions{remedy}.")
+    if weights_dir is not None and record.get("weights_sha256") != weights_sha256(weights_dir):
+        raise DefinitionMismatch(f"{what} started from other weights than {weights_dir} holds now "
+                                 f"(weights_sha256={record.get('weights_sha256')!r}){remedy}.")
 
 
 def run_folder(output_dir: str, arm: Arm, seed: int) -> str:
     return os.path.join(output_dir, "runs", arm.name, f"seed{seed}")
 
 
-def initial_path(output_dir: str, task: str, policy: str, problems: int) -> str:
-    return os.path.join(output_dir, "initial", f"{task}-{policy}-{problems}.json")
+def initial_path(output_dir: str, task: str, policy: str, problems: int, temperature: float = 1.0) -> str:
+    name = policy if temperature == 1.0 else f"{policy}-T{temperature}"
+    return os.path.join(output_dir, "initial", f"{task}-{name}-{problems}.json")
 
 
 def is_finished(output_dir: str, arm: Arm, seed: int) -> bool:
@@ -44,29 +62,34 @@ def load_run(output_dir: str, arm: Arm, seed: int, sha256: str | None = None) ->
                          "first.")
     with open(path, encoding="utf-8") as f:
         result = json.load(f)
-    expected = sha256 or preregistration_sha256()
-    if result.get("preregistration_sha256") != expected:
-        raise DefinitionMismatch(
-            f"run {arm.name} seed {seed} was made under preregistration_sha256="
-            f"{result.get('preregistration_sha256')!r}, the definitions now hash to {expected!r}; a summary does not "
-            f"mix runs made under different definitions (delete {folder} to run it again).")
+    check_provenance(f"run {arm.name} seed {seed}", result, policy_dir(arm.task, arm.policy), sha256,
+                     f" (delete {folder} to run it again)")
     result["train"] = train_measures(folder)
     return result
 
 
-def load_initial(output_dir: str, task: str, policy: str, problems: int) -> dict:
-    path = initial_path(output_dir, task, policy, problems)
+def load_initial(output_dir: str, task: str, policy: str, problems: int, temperature: float = 1.0) -> dict:
+    path = initial_path(output_dir, task, policy, problems, temperature)
     if not os.path.exists(path):
         raise MissingRun(f"the initial evaluation of {task}-{policy} is missing ({path}); run `trl-lite lab run` "
                          "first.")
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        initial = json.load(f)
+    check_provenance(f"the initial evaluation of {task}-{policy}", initial, policy_dir(task, policy),
+                     remedy=f" (delete {path} to make it again)")
+    return initial
 
 
 def experiment_runs(output_dir: str, experiment: Experiment, seeds: int) -> dict[int, dict[str, dict]]:
     """{seed: {arm label: run}} of one experiment."""
     return {seed: {label: load_run(output_dir, arm, seed) for label, arm in experiment.arms.items()}
             for seed in range(seeds)}
+
+
+def finite_max(values) -> float:
+    """Max of the finite values (NaN when none is): `max` over a list with NaN depends on the order."""
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    return max(present) if present else float("nan")
 
 
 def train_measures(folder: str) -> dict:
@@ -85,12 +108,15 @@ def train_measures(folder: str) -> dict:
     def total(key):
         return float(sum(series(key)))
 
-    tokens: dict[str, float] = {}
-    for row in rows:
-        for key, value in row.items():
-            if key.startswith("lab/tokens/") and value is not None:
-                name = key.split("/")[-1]
-                tokens[name] = tokens.get(name, 0.0) + value
+    def by_class(prefix):
+        counts: dict[str, float] = {}
+        for row in rows:
+            for key, value in row.items():
+                if key.startswith(prefix) and value is not None:
+                    counts[key[len(prefix):]] = counts.get(key[len(prefix):], 0.0) + value
+        return counts
+
+    tokens = by_class("lab/tokens/")
     clipped: dict[str, int] = {}
     path = os.path.join(folder, CLIPPED_TOKENS_FILE)
     if os.path.exists(path):
@@ -102,8 +128,8 @@ def train_measures(folder: str) -> dict:
                         clipped[cls] = clipped.get(cls, 0) + token["count"]
     return {
         "top5_adv_share": mean(series("lab/top5_abs_adv_share")),
-        "inv_sigma_max": max(series("lab/inv_sigma_batch") or [float("nan")]),
-        "grad_norm_max": max(series("grad_norm") or [float("nan")]),
+        "inv_sigma_max": finite_max(series("lab/inv_sigma_batch")),
+        "grad_norm_max": finite_max(series("grad_norm")),
         "reward_jitter": late_jitter(series("reward")),
         "clip_high_frac": mean(series("clip_ratio/high_mean")),
         "pos_adv_tokens": total("lab/pos_adv_tokens"),
@@ -111,5 +137,6 @@ def train_measures(folder: str) -> dict:
         "ratio_wide_band_tokens": total("lab/ratio_wide_band_tokens"),
         "trunc_first": mean(series("overlong/frac_truncated")[:3]),
         "tokens_by_class": tokens,
+        "eligible_by_class": by_class("lab/eligible/"),
         "clipped_high_by_class": clipped,
     }

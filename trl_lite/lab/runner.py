@@ -24,8 +24,7 @@ import torch
 from ..ablate import run_one
 from ..trainer import LitePPOTrainer
 from .experiments import (
-    ADD_POLICIES,
-    ADD_SETTINGS,
+        ADD_SETTINGS,
     EVAL_PROBLEMS,
     EVAL_SAMPLES,
     EXPERIMENTS,
@@ -33,7 +32,9 @@ from .experiments import (
     LOOSE,
     TIGHT,
     Arm,
+    policy_dir,
     preregistration_sha256,
+    weights_sha256,
 )
 from .measure import score_samples, top_share
 from .results import RESULT_FILE, initial_path, is_finished, run_folder
@@ -47,8 +48,10 @@ RATIO_BANDS = {"ratio_band_tokens": (1.2, 1.28), "ratio_wide_band_tokens": (1.2,
 class LabTrainer(LitePPOTrainer):
     """`LitePPOTrainer` that also logs what the lab measures, through the trainer's public hooks (single process):
     per generation batch `lab/top5_abs_adv_share`, `lab/inv_sigma_batch`, `lab/tokens/<class>`; per training
-    micro-batch `lab/pos_adv_tokens` and `lab/ratio_band_tokens` / `lab/ratio_wide_band_tokens` (positive-advantage
-    tokens whose ratio pi/pi_old lies in (1.2, 1.28] / (1.2, 1.32], where arms with those epsilon_high differ)."""
+    micro-batch `lab/pos_adv_tokens`, `lab/ratio_band_tokens` / `lab/ratio_wide_band_tokens` (positive-advantage
+    tokens whose ratio pi/pi_old lies in (1.2, 1.28] / (1.2, 1.32], where arms with those epsilon_high differ) and
+    `lab/eligible/<class>` (tokens that can be clipped at the high bound: positive advantage and an old probability
+    below 1 / (1 + epsilon_high), so that pi / pi_old can pass the bound)."""
 
     def on_generation_batch(self, output: dict, advantages: torch.Tensor, counted: torch.Tensor) -> None:
         if not self.model.training:
@@ -71,6 +74,10 @@ class LabTrainer(LitePPOTrainer):
         metrics["lab/pos_adv_tokens"].append(float(positive.sum()))
         for key, (low, high) in RATIO_BANDS.items():
             metrics[f"lab/{key}"].append(float((positive & (ratio > low) & (ratio <= high)).sum()))
+        old_prob = torch.exp(per_token_logps if old is None else old)  # (B, T)
+        eligible = inputs["completion_ids"][positive & (old_prob < 1.0 / (1.0 + self.epsilon_high))]  # (n,)
+        for name, members in self._token_classes().items():
+            metrics[f"lab/eligible/{name}"].append(float(torch.isin(eligible, members.to(eligible.device)).sum()))
 
     def _token_classes(self) -> dict[str, torch.Tensor]:
         if not hasattr(self, "_lab_classes"):
@@ -86,13 +93,6 @@ class LabTrainer(LitePPOTrainer):
 ################
 # Policies, data, evaluation
 ################
-def policy_path(task: str, policy: str) -> str:
-    from ..tasks.arithmetic import embedded_policy_path
-    from ..tasks.sumk import sumk_policy_path
-
-    return embedded_policy_path(ADD_POLICIES[policy]) if task == "add" else sumk_policy_path(policy)
-
-
 def add_mix(mix: str, size: int = 800) -> list[dict]:
     """An ADD mix, by a feature of the problem: `easy` = training problems (medium and hard levels) whose sum does not
     carry into the hundreds, `hard` = those whose sum does, `mixed` = the two interleaved; `size` problems each."""
@@ -165,15 +165,16 @@ def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, tempera
 def initial_eval(task: str, policy: str, output_dir: str, problems: int = EVAL_PROBLEMS,
                  temperature: float = 1.0) -> dict:
     """The untrained policy's held-out evaluation (made once, then read from `initial/`)."""
-    path = initial_path(output_dir, task, policy if temperature == 1.0 else f"{policy}-T{temperature}", problems)
+    path = initial_path(output_dir, task, policy, problems, temperature)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model_id = policy_path(task, policy)
+    model_id = policy_dir(task, policy)
     result = evaluate(task, AutoModelForCausalLM.from_pretrained(model_id), AutoTokenizer.from_pretrained(model_id),
                       problems=problems, temperature=temperature)
+    result.update(preregistration_sha256=preregistration_sha256(), weights_sha256=weights_sha256(model_id))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
@@ -191,7 +192,7 @@ def run_arm(arm: Arm, seed: int, output_dir: str, *, steps: int | None = None, p
     folder = run_folder(output_dir, arm, seed)
     started = time.time()
     settings = dict(arm.settings)
-    run_one("lite_ppo", seed, output_dir, max_steps=steps or arm.steps, model=policy_path(arm.task, arm.policy),
+    run_one("lite_ppo", seed, output_dir, max_steps=steps or arm.steps, model=policy_dir(arm.task, arm.policy),
             folder=folder, train_set=train_set(arm, seed), settings=settings, trainer_cls=LabTrainer,
             evaluate=lambda trainer, tokenizer: evaluate(arm.task, trainer.model, tokenizer, eval_problems,
                                                          settings["temperature"]),
@@ -200,7 +201,8 @@ def run_arm(arm: Arm, seed: int, output_dir: str, *, steps: int | None = None, p
     with open(path, encoding="utf-8") as f:
         result = json.load(f)
     result.update(wall_s=time.time() - started, preregistration_sha256=preregistration_sha256(),
-                  steps=steps or arm.steps, eval_problems=eval_problems)
+                  weights_sha256=weights_sha256(policy_dir(arm.task, arm.policy)), steps=steps or arm.steps,
+                  eval_problems=eval_problems)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
 
@@ -222,13 +224,11 @@ def jobs(names: list[str], seeds: int | None = None) -> list[tuple[Arm, int]]:
 
 def run(names: list[str], output_dir: str, *, seeds: int | None = None, steps: int | None = None,
         progress: bool = True, shard: tuple[int, int] = (0, 1), eval_problems: int = EVAL_PROBLEMS) -> bool:
-    """Runs (or resumes) the experiments' runs; returns whether every run of them has finished. Experiments whose
-    audit gate failed are skipped (their verdict is `untestable` without training). `shard=(i, n)` runs every n-th run
+    """Runs (or resumes) the experiments' runs; returns whether every run of them has finished. Run only experiments
+    whose audit gates pass (`trl-lite lab run` audits first: `trl_lite.lab.audit`). `shard=(i, n)` runs every n-th run
     from the i-th (to split a lab over processes); `seeds`, `steps` and `eval_problems` shrink the lab for a quick try
     or a test."""
     from tqdm.auto import tqdm
-
-    from .audit import audit, failed_audit_gates
 
     unknown = [name for name in names if name not in EXPERIMENTS]
     if unknown:
@@ -240,9 +240,7 @@ def run(names: list[str], output_dir: str, *, seeds: int | None = None, steps: i
     if not (isinstance(count, int) and count >= 1 and isinstance(index, int) and 0 <= index < count):
         raise ValueError(f"shard={index}/{count} is not supported; expected i/n with 0 <= i < n.")
     os.makedirs(output_dir, exist_ok=True)
-    measures = audit(output_dir, names, progress=progress, eval_problems=eval_problems)
-    testable = [name for name in names if not failed_audit_gates(EXPERIMENTS[name], measures)]
-    todo = jobs(testable, seeds)
+    todo = jobs(names, seeds)
     mine = [job for i, job in enumerate(todo) if i % count == index]
     bar = tqdm(mine, desc="lab", unit="run", disable=not progress, file=sys.stderr)
     for a, seed in bar:

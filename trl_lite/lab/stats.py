@@ -308,6 +308,10 @@ class Equivalence:
             The larger of the two one-sided p-values.
         equivalent (`bool`):
             Whether `p_value < alpha`, i.e. `interval90` lies inside (-margin, margin).
+        per_seed (`tuple[float, ...]`):
+            The paired effect of each seed.
+        mean (`float`):
+            Mean of `per_seed`.
     """
 
     name: str
@@ -315,6 +319,8 @@ class Equivalence:
     interval90: tuple[float, float]
     p_value: float
     equivalent: bool
+    per_seed: tuple[float, ...] = ()
+    mean: float = float("nan")
 
 
 def equivalence(name: str, per_seed: list[float], margin: float, alpha: float = ALPHA) -> Equivalence:
@@ -353,14 +359,42 @@ def equivalence(name: str, per_seed: list[float], margin: float, alpha: float = 
     values, center, sd = _summary(name, per_seed)
     if sd == 0.0:
         p_value = 0.0 if abs(center) < margin else 1.0
-        return Equivalence(name, margin, (center, center), p_value, p_value < alpha)
+        return Equivalence(name, margin, (center, center), p_value, p_value < alpha, values, center)
     n = len(values)
     se = sd / math.sqrt(n)
     p_above = float(stats.t.sf((center + margin) / se, n - 1))  # H0: mean <= -margin
     p_below = float(stats.t.cdf((center - margin) / se, n - 1))  # H0: mean >= +margin
     p_value = max(p_above, p_below)
     half = float(stats.t.ppf(1.0 - alpha, n - 1)) * se
-    return Equivalence(name, margin, (center - half, center + half), p_value, p_value < alpha)
+    return Equivalence(name, margin, (center - half, center + half), p_value, p_value < alpha, values, center)
+
+
+def equivalence_margin(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
+    """
+    The smallest margin a TOST on `n` seeds shows with probability about `power` when the true effect is 0, at level
+    `alpha / m` (the strictest Holm step): `sd / sqrt(n) * (t_{1 - alpha/m, n-1} + t_{(1 + power)/2, n-1})`. An
+    approximation (the sample sd is taken as known): the equivalence test's counterpart of `mde`.
+    """
+    from scipy import stats
+
+    sd = finite("sd", sd)
+    if sd < 0.0:
+        raise ValueError(f"sd must be >= 0; got {sd!r}")
+    n = _count("n", n, 2)
+    m = _count("m", m, 1)
+    level = _level("alpha", alpha) / m
+    power = _level("power", power)
+    return sd / math.sqrt(n) * float(stats.t.ppf(1.0 - level, n - 1) + stats.t.ppf((1.0 + power) / 2.0, n - 1))
+
+
+def combine(verdicts: list[str]) -> str:
+    """An experiment's verdict from its primary tests': reproduced when all are, not reproduced when one is (against
+    the paper), else inconclusive."""
+    if verdicts and all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if NOT_REPRODUCED in verdicts:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
 
 
 def _number(value: float, signed: bool = False) -> str:
@@ -371,15 +405,22 @@ def _number(value: float, signed: bool = False) -> str:
     return text
 
 
-def family(tests: list[Test], alpha: float = ALPHA) -> list[dict]:
+def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int = 0) -> list[dict]:
     """
     The verdicts of one lab run's primary tests, Holm-adjusted together.
 
     Args:
-        tests (`list[Test]`):
-            The family, with unique names.
+        tests (`list[Test | Equivalence]`):
+            The family, with unique names. An equivalence test (where the paper claims no effect) enters the Holm
+            adjustment with its TOST p-value; its verdict is "reproduced" when equivalence is shown at the adjusted
+            level, else "inconclusive" (it has no "not reproduced": a failed TOST does not show an effect), and its
+            `mde` is None (its margin is stated instead).
         alpha (`float`, *optional*, defaults to `ALPHA`):
             Family-wise error rate.
+        untested (`int`, *optional*, defaults to `0`):
+            Primary tests of the family that were not tested (an untestable experiment, one left out of this report):
+            they enter the adjustment with p = 1, so the family, and each adjusted p-value, does not depend on which
+            experiments a report names or which gates passed.
 
     Returns:
         `list[dict]`: one dict per test, in order, with keys `"name"`, `"mean"`, `"interval"` (`[lo, hi]`, the raw 95%
@@ -399,13 +440,23 @@ def family(tests: list[Test], alpha: float = ALPHA) -> list[dict]:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ValueError(f"tests must have unique names (the Holm adjustment is by name); repeated: {duplicates}")
-    adjusted = holm({test.name: test.p_value for test in tests})
+    untested = _count("untested", untested, 0)
+    padding = {f"\0untested {i}": 1.0 for i in range(untested)}
+    adjusted = holm({**{test.name: test.p_value for test in tests}, **padding})
+    size = len(tests) + untested
     rows = []
     for test in tests:
         adjusted_p = adjusted[test.name]
+        if isinstance(test, Equivalence):
+            rows.append(_equivalence_row(test, adjusted_p, alpha, size))
+            continue
         decided = verdict(test, adjusted_p, alpha)
-        detectable = mde(test.sd, len(test.per_seed), len(tests), alpha)
-        if decided == INCONCLUSIVE:
+        detectable = mde(test.sd, len(test.per_seed), size, alpha)
+        if test.sd == 0.0:  # every seed gave the same effect: no spread to state a power from
+            detectable = float("nan")
+            reads = (f"{decided} (degenerate: every seed gave {_number(test.mean, True)}; a constant effect has no "
+                     f"spread, so no power can be stated)")
+        elif decided == INCONCLUSIVE:
             reads = (f"inconclusive: no effect larger than {_number(detectable)} in either direction "
                      f"({POWER:.0%} power at the adjusted level)")
         else:
@@ -425,3 +476,22 @@ def family(tests: list[Test], alpha: float = ALPHA) -> list[dict]:
             "reads": reads,
         })
     return rows
+
+
+def _equivalence_row(test: Equivalence, adjusted_p: float, alpha: float, size: int) -> dict:
+    low, high = test.interval90
+    shown = adjusted_p < alpha
+    values = list(test.per_seed)
+    center = math.fsum(values) / len(values)
+    sd = math.sqrt(math.fsum((v - center) ** 2 for v in values) / (len(values) - 1))
+    showable = equivalence_margin(sd, len(values), size, alpha)
+    interval = f"unadjusted 90% interval [{_number(low, True)}, {_number(high, True)}]"
+    reads = (f"{REPRODUCED}: within +-{_number(test.margin)} ({interval}), Holm-adjusted p = {_number(adjusted_p)}"
+             if shown else f"{INCONCLUSIVE}: could not show an effect within +-{_number(test.margin)} ({interval}, "
+                           f"Holm-adjusted p = {_number(adjusted_p)}); at this spread a margin of "
+                           f"{_number(showable)} would be shown with {POWER:.0%} power")
+    return {"name": test.name, "mean": test.mean, "interval": [low, high], "per_seed": list(test.per_seed),
+            "p_value": test.p_value, "adjusted_p": adjusted_p, "verdict": REPRODUCED if shown else INCONCLUSIVE,
+            "raw_verdict": REPRODUCED if test.p_value < alpha else INCONCLUSIVE, "mde": None, "margin": test.margin,
+            "showable_margin": showable,
+            "reads": reads}
