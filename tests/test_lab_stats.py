@@ -311,3 +311,35 @@ def test_the_module_imports_without_torch_or_scipy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]"
+
+
+def test_family_counts_untested_registered_tests_at_p_one():
+    # one test with raw p = 0.004 in a family of 13 registered tests (12 untested, at p = 1): Holm's first step
+    # multiplies by 13 -> 0.052, not significant; alone it would be 0.004 -> reproduced
+    test = stats.Test("a", (1.0, 2.0), 1.5, (0.5, 2.5), 0.004, 0.7)
+    (alone,) = stats.family([test])
+    (padded,) = stats.family([test], untested=12)
+    assert alone["adjusted_p"] == pytest.approx(0.004) and alone["verdict"] == "reproduced"
+    assert padded["adjusted_p"] == pytest.approx(0.052) and padded["verdict"] == "inconclusive"
+    assert padded["mde"] > alone["mde"]  # stated at the stricter level alpha / 13
+
+
+def test_family_flags_a_constant_effect_and_states_the_equivalence_margin_it_could_show():
+    # identical arms: effect exactly 0 on every seed -> no spread, no power statement
+    (row,) = stats.family([stats.t_test("same", [0.0] * 8)])
+    assert row["verdict"] == "inconclusive" and "degenerate" in row["reads"] and math.isnan(row["mde"])
+    # TOST at sd 0.02, 8 seeds, family of 1: margin shown with 80% power ~ 0.02/sqrt(8) * (t_{0.95,7} + t_{0.9,7})
+    # = 0.00707 * (1.895 + 1.415) = 0.0234; a margin of 0.01 cannot be shown -> inconclusive, and says so
+    values = [0.02, -0.02, 0.0, 0.02, -0.02, 0.0, 0.02, -0.02]
+    sd = float(np.std(values, ddof=1))
+    assert stats.equivalence_margin(sd, 8) == pytest.approx(sd / math.sqrt(8) * (1.8946 + 1.4149), rel=1e-3)
+    (row,) = stats.family([stats.equivalence("eq", values, 0.01)])
+    assert row["verdict"] == "inconclusive" and "would be shown with 80% power" in row["reads"]
+    assert row["showable_margin"] == pytest.approx(stats.equivalence_margin(sd, 8))
+
+
+def test_combine():
+    assert stats.combine(["reproduced", "reproduced"]) == "reproduced"
+    assert stats.combine(["reproduced", "inconclusive"]) == "inconclusive"
+    assert stats.combine(["reproduced", "not reproduced"]) == "not reproduced"
+    assert stats.combine([]) == "inconclusive"
