@@ -394,6 +394,9 @@ def test_lab_cli_tiny_run_report_and_resume(tmp_path):
     result_json = json.loads((run / "result.json").read_text())
     assert result_json["steps"] == 2 and 0 <= result_json["eval"]["acc"] <= 1
     assert result_json["preregistration_sha256"] == summary["preregistration_sha256"]
+    logged = {key for line in (run / "metrics.jsonl").read_text().splitlines() for key in json.loads(line)}
+    # what LabTrainer measures through the trainer's public hooks (on_generation_batch, on_loss_tokens)
+    assert {"lab/top5_abs_adv_share", "lab/pos_adv_tokens", "lab/ratio_band_tokens", "lab/eligible/digit"} <= logged
     stamp = (run / "result.json").stat().st_mtime
     again = _lab("run", "1", *args, cwd=ROOT)
     assert again.returncode == 0 and (run / "result.json").stat().st_mtime == stamp  # finished runs are kept
