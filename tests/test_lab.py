@@ -481,3 +481,17 @@ def test_audit_tiny(tmp_path):
     assert "## Audit gates" in text and "| T8 |" in text
     again = audit(str(tmp_path), ["1"])  # measured once, then read (NaN != NaN: compare as JSON)
     assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)
+
+
+def test_readme_and_docs_lab_tables_match_the_committed_summary():
+    """The verdicts quoted in README.md and docs/lab.md are the ones the report wrote into bench/lab/summary.json."""
+    import re
+
+    with open(os.path.join(ROOT, "bench", "lab", "summary.json")) as f:
+        summary = json.load(f)
+    assert summary["preregistration_sha256"] and len(summary["takeaways"]) == len(EXPERIMENTS.names())
+    verdicts = {entry["id"]: entry["verdict"] for entry in summary["takeaways"]}
+    for doc in ("README.md", os.path.join("docs", "lab.md")):
+        text = open(os.path.join(ROOT, doc)).read()
+        quoted = dict(re.findall(r"^\| (T\d|clip-scaling) [^|]*\| \*\*([a-z ]+)\*\* \|", text, flags=re.M))
+        assert quoted == verdicts, doc
