@@ -24,7 +24,7 @@ import os
 
 from .experiments import EXPERIMENTS, Experiment, preregistration_sha256
 from .results import AUDIT_FILE, check_provenance, experiment_runs, load_initial, run_folder
-from .stats import ALPHA, combine, equivalence, family, finite, mean, t_test
+from .stats import ALPHA, INCONCLUSIVE, combine, equivalence, family, finite, mean, t_test
 
 UNTESTABLE = "untestable"
 
@@ -117,13 +117,24 @@ def verdicts(entries: list[dict]) -> list[dict]:
                 f"{g['name']} = {g['value']:.3f}, needs {'<=' if g['at_most'] else '>='} {g['threshold']}"
                 for g in failed)
         else:
-            entry["tests"] = [next(rows) for _ in entry["tests"]]
+            entry["tests"] = [_with_interval(next(rows)) for _ in entry["tests"]]
             entry["verdict"] = combine([t["verdict"] for t in entry["tests"]])
             entry["reads"] = " | ".join(f"{t['name']}: {t['reads']}" for t in entry["tests"])
         head = entry["tests"][0] if entry["tests"] else {}
         entry.update(effect=head.get("mean"), interval=head.get("interval"), per_seed=head.get("per_seed"),
                      adjusted=head.get("adjusted_p"), mde=head.get("mde"))
     return entries
+
+
+def _with_interval(row: dict) -> dict:
+    """An inconclusive t-test reads its interval next to its power: the smallest detectable effect is not a bound on
+    the effect, the interval is."""
+    if row["verdict"] == INCONCLUSIVE and row.get("mde") is not None and math.isfinite(row["mde"]):
+        low, high = row["interval"]
+        row["reads"] = (f"inconclusive: {_f(row['mean'])} [{_f(low)}, {_f(high)}] (95%, unadjusted), Holm-adjusted p "
+                        f"{_f(row['adjusted_p'], 3, False)}; no effect larger than {_f(row['mde'], 3, False)} was "
+                        f"likely to be missed (80% power at the adjusted level)")
+    return row
 
 
 def _f(value, digits: int = 3, signed: bool = True) -> str:
