@@ -99,7 +99,8 @@ def sft_tiny_llama(tokenizer, train_dataset, *, max_positions: int, max_steps: i
             processing_class=tokenizer,
             train_dataset=train_dataset,
             args=SFTConfig(
-                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size, learning_rate=learning_rate,
+                output_dir=tmp, max_steps=max_steps, per_device_train_batch_size=batch_size,
+                learning_rate=learning_rate,
                 lr_scheduler_type="cosine", warmup_steps=warmup_steps, weight_decay=0.0, logging_steps=logging_steps,
                 save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=seed, max_length=max_positions,
                 **sft_args,

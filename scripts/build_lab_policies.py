@@ -34,8 +34,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-from datasets import Dataset  # noqa: E402
 from build_embedded_policy import sft_tiny_llama  # noqa: E402  (this folder is on sys.path when run as a script)
+from datasets import Dataset  # noqa: E402
 from transformers import set_seed  # noqa: E402
 
 from trl_lite.tasks.sumk import question, sample_problems, sumk_tokenizer, write_completion  # noqa: E402

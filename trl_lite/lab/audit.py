@@ -19,11 +19,18 @@ from __future__ import annotations
 import json
 import os
 
-from .experiments import ADD_SETTINGS, AUDIT_PROBLEMS, EVAL_PROBLEMS, EXPERIMENTS, Experiment, Gate
-from .experiments import policy_dir, preregistration_sha256, weights_sha256
+from .experiments import (
+    ADD_SETTINGS,
+    AUDIT_PROBLEMS,
+    EVAL_PROBLEMS,
+    EXPERIMENTS,
+    Experiment,
+    Gate,
+    policy_dir,
+    preregistration_sha256,
+    weights_sha256,
+)
 from .results import AUDIT_FILE, check_provenance
-
-AUDIT_FILE = "audit.json"
 
 
 def _measured(gate: Gate, measures: dict) -> bool:

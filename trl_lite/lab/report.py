@@ -193,7 +193,8 @@ REWARD_SCALE = ("Reward scale ({0,1} vs {-1,1}, the other half of Takeaway 1): w
 def markdown(summary: dict) -> str:
     takeaways = summary["takeaways"]
     lines = [f"# trl-lite lab: {len(takeaways)} experiment(s)", "",
-             f"Definitions: `trl_lite/lab/experiments.py`, preregistration_sha256 `{summary['preregistration_sha256']}`."
+             "Definitions: `trl_lite/lab/experiments.py`, preregistration_sha256 "
+             f"`{summary['preregistration_sha256']}`."
              f" Family-wise error {summary['alpha']}: Holm over the {summary['family_size']} registered primary tests "
              f"({summary['tested']} tested here, the others at p = 1)."
              + (f" **Seeds overridden: {summary['seeds_override']} (not the pre-registered lab).**"
@@ -222,8 +223,9 @@ def markdown(summary: dict) -> str:
                 lines.append(f"- test `{t['name']}` (not tested: a gate failed): mean {_f(t['mean'])}, per seed "
                              f"{', '.join(_f(v) for v in t['per_seed'])}")
         for g in e["gates"]:
-            lines.append(f"- gate ({g['stage']}) {g['name']}: {_f(g['value'], 3, False)} "
-                         f"({'<=' if g['at_most'] else '>='} {g['threshold']}): {'passed' if g['passed'] else 'FAILED'}")
+            sign = "<=" if g["at_most"] else ">="
+            lines.append(f"- gate ({g['stage']}) {g['name']}: {_f(g['value'], 3, False)} ({sign} {g['threshold']}): "
+                         f"{'passed' if g['passed'] else 'FAILED'}")
         for arm_label, why in e["excluded"].items():
             lines.append(f"- left out by design: {arm_label} ({why})")
         if e["details"]:
