@@ -9,6 +9,7 @@ from trl import GRPOConfig
 from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, AUTO_STD_KEEP
 from .aggregation import AGGREGATIONS, OBJECTIVE_LOSS_TYPES, TRL_LOSS_TYPE_TO_AGGREGATION
 from .recipes import recipe_settings
+from .trl_contract import DIFFERENCES_URL, check_trl
 
 logger = logging.get_logger(__name__)
 
@@ -236,7 +237,16 @@ class LitePPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        check_trl(methods=False)  # the imports and GRPOConfig fields trl-lite relies on (trl_lite/trl_contract.py)
         self._check_finite()
+        if self.scale_rewards == "batch" and self.loss_type == "dapo" and self.advantage_std in (None, "batch") and (
+            self.loss_aggregation in (None, "token-mean")
+        ):
+            logger.info_once(
+                "scale_rewards='batch' with loss_type='dapo' is TRL's Lite PPO setting; it is translated to trl-lite's "
+                "exact Lite PPO (advantage_std='batch', loss_aggregation='token-mean'), which differs from TRL's in a "
+                f"few documented places: {DIFFERENCES_URL}"
+            )
         self._translate_trl_field(
             "advantage_std", "scale_rewards", _SCALE_REWARDS_TO_STD, "batch", [*ADVANTAGE_STDS, "auto"],
             "; expected one of ['group', 'batch', 'none', True, False] (or set advantage_std instead).",

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 
 import torch
-from trl.trainer.utils import RepeatSampler
 
 from .advantages import uniform_groups
+from .trl_contract import RepeatSampler
 
 logger = logging.getLogger(__name__)
 

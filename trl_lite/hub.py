@@ -166,7 +166,7 @@ class ModelCardMixin:
         if not self.is_world_process_zero():
             return
         from transformers.utils import is_peft_available
-        from trl.trainer.utils import get_config_model_id
+        from .trl_contract import get_config_model_id
 
         model = self.accelerator.unwrap_model(self.model)
         model_id = get_config_model_id(model.config)

@@ -22,7 +22,8 @@ import traceback
 from dataclasses import dataclass, field
 
 import torch
-from trl.trainer.utils import is_async_callable
+
+from .trl_contract import is_async_callable
 
 logger = logging.getLogger(__name__)
 

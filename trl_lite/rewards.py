@@ -257,7 +257,7 @@ def boxed_format_reward(completions, **kwargs) -> list[float]:
 def soft_overlong_punishment(max_completion_len: int = 8192, soft_punish_cache: int | None = None):
     """TRL's soft overlong punishment (DAPO Eq. 13) at the paper's 8k maximum length. The cache defaults to DAPO's
     proportion, 20% of the maximum length (4096 of 20480)."""
-    from trl.rewards import get_soft_overlong_punishment
+    from .trl_contract import get_soft_overlong_punishment
 
     cache = soft_punish_cache if soft_punish_cache is not None else int(max_completion_len * 0.2)
     return get_soft_overlong_punishment(max_completion_len=max_completion_len, soft_punish_cache=cache)

@@ -1,0 +1,444 @@
+"""The TRL internals trl-lite relies on, the behaviour it assumes of each, and the check that the installed TRL still
+provides them.
+
+[`LitePPOTrainer`] wraps `trl.GRPOTrainer` rather than copying it: it overrides a few private methods, calls the
+parent's version and post-processes what it returns. That is only as safe as the private names it touches. Each one is
+listed in [`CONTRACT`] with what is assumed of it. [`check_trl`] checks the names, signatures and config fields before
+a trainer is built, [`check_trainer`] checks the attributes TRL's constructor sets, and [`check_runtime`] checks, once,
+the values that only exist once training runs (the first generation batch, before the first optimizer step). A mismatch
+raises one [`TRLContractError`] that names the installed TRL, every broken assumption and the supported range, instead
+of an AttributeError or a silently different loss in the middle of a run.
+
+The private helpers trl-lite imports from TRL are imported here and only here, guarded, so that `import trl_lite` and
+`from trl_lite import LitePPOTrainer` never fail first on a TRL import: a missing helper is `None` and is reported by
+the check. What the check cannot see (what `_compute_loss` divides by, what `_prepare_inputs` buffers) is pinned by the
+tests each entry names, which the `.ci/run` canary runs against the newest TRL.
+
+Any adaptation to a TRL release inside the supported range belongs in this module, in one version-conditional place.
+Releases 1.14.2, 1.15.0 and 1.16.0 need none.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import inspect
+import logging
+import re
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+# The supported range, as pyproject.toml declares it (a test checks that the two agree).
+SUPPORTED_TRL = ">=1.14.2,<1.17"
+DIFFERENCES_URL = "docs/trl-differences.md (trl-lite's docs: Where trl-lite differs from TRL)"
+TESTED_TRL = ("1.14.2", "1.15.0", "1.16.0")  # the whole suite passed on each (see docs/trl-compatibility.md)
+
+
+class TRLContractError(RuntimeError):
+    """The installed TRL lacks, or has changed, an internal that trl-lite relies on."""
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One TRL (or transformers) internal and what trl-lite assumes of it.
+
+    `kind` is `"import"` (a private helper), `"method"` (of `GRPOTrainer`, overridden or called through `super()`),
+    `"attribute"` (set on the trainer by `GRPOTrainer.__init__`), `"config"` (a `GRPOConfig` field read),
+    `"runtime"` (a value that exists once training runs) or `"output"` (a key of a dict TRL returns). `params` are the
+    leading positional parameters a method must accept; `verified_by` names the tests that pin the behaviour the check
+    cannot see.
+    """
+
+    name: str
+    kind: str
+    owner: str
+    assumes: str
+    params: tuple[str, ...] = ()
+    verified_by: str = ""
+    check: object = field(default=None, compare=False, repr=False)  # attribute/runtime: value -> problem or None
+
+
+def _is_int(value):
+    return None if isinstance(value, int) and not isinstance(value, bool) else f"is {value!r}, expected an int"
+
+
+def _is_number(value):
+    return None if isinstance(value, (int, float)) and not isinstance(value, bool) else (
+        f"is {value!r}, expected a number")
+
+
+def _int_list(value):
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+        return None
+    return f"is {value!r}, expected a list of token ids"
+
+
+def _metrics_store(value):
+    """`_metrics[mode][name]` is a list that can be appended to, created on first use."""
+    for mode in ("train", "eval"):
+        store = value.get(mode) if isinstance(value, dict) else None
+        if not isinstance(store, collections.defaultdict) or store.default_factory is not list:
+            return f"_metrics[{mode!r}] is {type(store).__name__}, expected a defaultdict(list)"
+    return None
+
+
+def _logs_store(value):
+    advantages = value.get("advantages") if isinstance(value, dict) else None
+    if not all(hasattr(advantages, method) for method in ("pop", "extend", "__len__")):
+        return f"_logs['advantages'] is {type(advantages).__name__}, expected a list or deque"
+    return None
+
+
+def _one_of(*choices):
+    def check(value):
+        return None if value in choices else f"is {value!r}, expected one of {list(choices)}"
+
+    return check
+
+
+def _is_none(value):
+    return None if value is None else f"is {type(value).__name__} on a fresh trainer, expected None"
+
+
+def _is_zero(value):
+    return None if value == 0 and isinstance(value, int) else f"is {value!r} on a fresh trainer, expected 0"
+
+
+def _has_pad_token(value):
+    return None if hasattr(value, "pad_token_id") and hasattr(value, "decode") else (
+        f"is {type(value).__name__}, expected a tokenizer with pad_token_id and decode")
+
+
+def _tensor(value):
+    import torch
+
+    return None if isinstance(value, torch.Tensor) else f"is {type(value).__name__}, expected a tensor"
+
+
+def _is_list(value):
+    return None if isinstance(value, list) else f"is {type(value).__name__}, expected a list"
+
+
+def _has_callbacks(value):
+    return None if isinstance(getattr(value, "callbacks", None), list) else "has no list `callbacks`"
+
+
+_GRPO = "trl.GRPOTrainer"
+_TRAINER = "transformers.Trainer"
+_PARITY = "tests/test_trainer_parity.py"
+_DIFF = "tests/test_trl_differences.py"
+_RESUME = "tests/test_resume_exact.py"
+
+CONTRACT: tuple[Assumption, ...] = (
+    # ------------------------------------------------------------------ private helpers imported from TRL
+    Assumption("trl.trainer.utils.is_async_callable", "import", "trl",
+               "`is_async_callable(func) -> bool`: whether TRL awaits a reward function (its guard must be async too)",
+               params=("func",), verified_by="tests/test_reward_faults.py"),
+    Assumption("trl.trainer.utils.RepeatSampler", "import", "trl",
+               "`RepeatSampler(data_source, mini_repeat_count, batch_size, repeat_count, shuffle, seed)` yields each "
+               "prompt index `mini_repeat_count` times in a row, `batch_size` prompts at a time, shuffled by `seed`: "
+               "TRL's own prompt order, which dynamic sampling's refills follow",
+               params=("data_source", "mini_repeat_count", "batch_size", "repeat_count", "shuffle", "seed"),
+               verified_by="tests/test_dynamic_sampling.py"),
+    Assumption("trl.trainer.utils.get_config_model_id", "import", "trl",
+               "`get_config_model_id(config) -> str`: the model id for the default output_dir and the model card",
+               params=("config",), verified_by="tests/test_model_card.py"),
+    Assumption("trl.rewards.get_soft_overlong_punishment", "import", "trl",
+               "`get_soft_overlong_punishment(max_completion_len, soft_punish_cache)`: DAPO's length penalty as a "
+               "reward function", params=("max_completion_len", "soft_punish_cache"),
+               verified_by="tests/test_rewards.py"),
+    # ------------------------------------------------------------------ GRPOTrainer methods wrapped or called
+    Assumption("_generate", "method", _GRPO,
+               "`_generate(prompts)` returns a tuple whose item 1 is the completions' token ids, one list per prompt "
+               "(prompts already repeated `num_generations` times); the truncation rule reads it",
+               params=("prompts",), verified_by=_DIFF),
+    Assumption("_calculate_rewards", "method", _GRPO,
+               "`_calculate_rewards(inputs, prompts, completions, completion_ids_list)` returns the rewards (N, F) "
+               "gathered over processes in process order, NaN where a function returned None",
+               params=("inputs", "prompts", "completions", "completion_ids_list"),
+               verified_by="tests/test_reward_faults.py"),
+    Assumption("_generate_and_score_completions", "method", _GRPO,
+               "`_generate_and_score_completions(inputs)` generates, scores and returns this process's batch as a "
+               "dict (see the output keys); its `advantages` are recomputed afterwards",
+               params=("inputs",), verified_by=_PARITY),
+    Assumption("_prepare_inputs", "method", _GRPO,
+               "`_prepare_inputs(generation_batch)` generates every `steps_per_generation * num_iterations` "
+               "micro-steps, stores the batch split into `steps_per_generation` micro-batches in `_buffered_inputs` "
+               "(a new list object each time) and returns micro-batch `_step % steps_per_generation`",
+               params=("generation_batch",), verified_by=f"{_PARITY}, {_RESUME}"),
+    Assumption("_compute_loss", "method", _GRPO,
+               "`_compute_loss(model, inputs)`: for loss_type dapo, cispo and vespo it returns "
+               "`sum(per_token_loss * mask) / (num_items_in_batch / P * accumulation / steps_per_generation)`; for "
+               "sapo the mean of per-sequence token means divided by accumulation; the KL term (beta > 0) is added "
+               "per token before aggregation; the objectives are positively homogeneous in `advantages`",
+               params=("model", "inputs"), verified_by=f"{_PARITY}, {_DIFF}, tests/test_objectives.py"),
+    Assumption("_get_per_token_logps_and_entropies", "method", _GRPO,
+               "`_get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, ...)` returns "
+               "a tuple starting with per-token log-probs (B, T) and entropies (B, T) or None; `_compute_loss` calls it "
+               "once for the policy forward",
+               params=("model", "input_ids", "attention_mask", "logits_to_keep"),
+               verified_by="tests/test_diagnostics.py, tests/test_aggregation.py"),
+    Assumption("_save_checkpoint", "method", _GRPO,
+               "`_save_checkpoint(model, trial)` writes the checkpoint, `trainer_state.json` last (transformers)",
+               params=("model", "trial"), verified_by=_RESUME),
+    Assumption("_load_optimizer_and_scheduler", "method", _GRPO,
+               "`_load_optimizer_and_scheduler(checkpoint)` runs once on resume, after the trainer is built and "
+               "before the first step (transformers)", params=("checkpoint",), verified_by=_RESUME),
+    Assumption("_get_output_dir", "method", _TRAINER,
+               "`_get_output_dir(trial)` is the folder `checkpoint-N` is written in", params=("trial",),
+               verified_by=_RESUME),
+    Assumption("_push_from_checkpoint", "method", _TRAINER,
+               "`_push_from_checkpoint(checkpoint_folder)` pushes a saved checkpoint to the Hub",
+               params=("checkpoint_folder",), verified_by="tests/test_model_card.py"),
+    # ------------------------------------------------------------------ attributes GRPOTrainer.__init__ sets
+    Assumption("_metrics", "attribute", _GRPO,
+               "`_metrics[mode][name]` (mode 'train' or 'eval') is a list of values, created on first use, averaged "
+               "and cleared at each `log`", check=_metrics_store, verified_by="tests/test_diagnostics.py"),
+    Assumption("_logs", "attribute", _GRPO,
+               "`_logs['advantages']` holds the advantages of the completions table, the newest batch last",
+               check=_logs_store, verified_by="tests/test_smoke.py"),
+    Assumption("_buffered_inputs", "attribute", _GRPO,
+               "None until the first generation batch, then the list `_prepare_inputs` trains from (see above)",
+               check=_is_none, verified_by=_RESUME),
+    Assumption("_step", "attribute", _GRPO,
+               "the micro-step counter: 0 on a fresh trainer, +1 per `training_step`; with `_buffered_inputs` it "
+               "decides when to generate", check=_is_zero, verified_by=_RESUME),
+    Assumption("_tokenizer", "attribute", _GRPO, "the text tokenizer of `processing_class` (pad_token_id, decode)",
+               check=_has_pad_token, verified_by="tests/test_diagnostics.py"),
+    Assumption("eos_token_ids", "attribute", _GRPO, "the token ids that end a completion", check=_int_list,
+               verified_by=_DIFF),
+    Assumption("num_generations", "attribute", _GRPO, "completions per prompt in training", check=_is_int,
+               verified_by=_PARITY),
+    Assumption("num_generations_eval", "attribute", _GRPO, "completions per prompt in evaluation", check=_is_int,
+               verified_by="tests/test_evaluation.py"),
+    Assumption("max_completion_length", "attribute", _GRPO, "the completion length limit, in tokens",
+               check=_is_int, verified_by=_DIFF),
+    Assumption("reward_funcs", "attribute", _GRPO,
+               "the list of reward callables and models `_calculate_rewards` calls, by index (guards replace them)",
+               check=_is_list, verified_by="tests/test_reward_faults.py"),
+    Assumption("reward_func_names", "attribute", _GRPO, "one name per reward function, for the metrics",
+               check=_is_list, verified_by="tests/test_reward_faults.py"),
+    Assumption("reward_weights", "attribute", _GRPO, "a tensor (F,) of the reward functions' weights",
+               check=_tensor, verified_by=_PARITY),
+    Assumption("multi_objective_aggregation", "attribute", _GRPO,
+               "'sum_then_normalize' (weighted sum, then normalize) or 'normalize_then_sum'",
+               check=_one_of("sum_then_normalize", "normalize_then_sum"), verified_by="tests/test_objectives.py"),
+    Assumption("loss_type", "attribute", _GRPO, "the branch of `_compute_loss` that aggregates (set by trl-lite)",
+               check=lambda value: None if isinstance(value, str) else f"is {value!r}, expected a str",
+               verified_by=_PARITY),
+    Assumption("beta", "attribute", _GRPO, "the KL coefficient (0 builds no reference model)", check=_is_number,
+               verified_by="tests/test_aggregation.py"),
+    Assumption("importance_sampling_level", "attribute", _GRPO, "'token' or 'sequence' (GSPO)",
+               check=_one_of("token", "sequence"), verified_by="tests/test_diagnostics.py"),
+    Assumption("epsilon_low", "attribute", _GRPO, "the lower clip bound of the PPO ratio", check=_is_number,
+               verified_by="tests/test_diagnostics.py"),
+    Assumption("epsilon_high", "attribute", _GRPO, "the upper clip bound of the PPO ratio (clip-higher)",
+               check=_is_number, verified_by="tests/test_diagnostics.py"),
+    Assumption("callback_handler", "attribute", _TRAINER, "`callback_handler.callbacks`: the trainer's callbacks",
+               check=_has_callbacks, verified_by="tests/test_diagnostics.py"),
+    Assumption("hub_model_id", "attribute", _TRAINER,
+               "the Hub repo a push goes to, set by `init_hf_repo` (None when `push_to_hub=False`)",
+               verified_by="tests/test_model_card.py"),
+    # ------------------------------------------------------------------ set once training runs
+    Assumption("current_gradient_accumulation_steps", "runtime", _TRAINER,
+               "the micro-batches of the current optimizer step, set by the training loop before the first step "
+               "(`gradient_accumulation_steps` except in a short last step)", check=_is_int, verified_by=_PARITY),
+    Assumption("_generate.output[1]", "runtime", _GRPO, "the completion ids: a list of token-id lists, one per "
+               "prompt", verified_by=_DIFF),
+    Assumption("_calculate_rewards.output", "runtime", _GRPO, "a float tensor (N_global, F)",
+               verified_by="tests/test_reward_faults.py"),
+    Assumption("_buffered_inputs.length", "runtime", _GRPO,
+               "after a generation, `steps_per_generation` micro-batches (dicts)", verified_by=_RESUME),
+    # ------------------------------------------------------------------ keys of the batch TRL's generation returns
+    Assumption("advantages", "output", _GRPO, "(B,) this process's advantages, replaced by trl-lite's",
+               verified_by=_PARITY),
+    Assumption("completion_mask", "output", _GRPO, "(B, T) the loss mask of the completion tokens",
+               verified_by=_PARITY),
+    Assumption("completion_ids", "output", _GRPO, "(B, T) right-padded completion token ids",
+               verified_by="tests/test_dynamic_sampling.py"),
+    Assumption("prompt_ids", "output", _GRPO, "(B, S) left-padded prompt token ids",
+               verified_by="tests/test_dynamic_sampling.py"),
+    Assumption("prompt_mask", "output", _GRPO, "(B, S) the prompt attention mask",
+               verified_by="tests/test_dynamic_sampling.py"),
+    Assumption("num_items_in_batch", "output", _GRPO,
+               "the loss tokens of the generation batch over all processes, the token-sum normalizer's input",
+               verified_by=_DIFF),
+    Assumption("ref_per_token_logps", "output", _GRPO, "(B, T) the reference model's log-probs, when beta != 0",
+               verified_by="tests/test_aggregation.py"),
+)
+
+# GRPOConfig fields trl-lite reads (beyond transformers' TrainingArguments and its own LitePPOConfig fields)
+CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
+    Assumption(name, "config", "trl.GRPOConfig", assumes)
+    for name, assumes in (
+        ("steps_per_generation", "micro-batches per generation batch, a multiple of gradient_accumulation_steps"),
+        ("generation_batch_size", "completions per generation batch over all processes"),
+        ("num_generations", "completions per prompt"),
+        ("num_iterations", "optimization passes over each generation batch"),
+        ("max_completion_length", "the completion length limit"),
+        ("scale_rewards", "TRL's std level, translated to advantage_std"),
+        ("loss_type", "TRL's aggregation and objective, translated to loss_aggregation"),
+        ("mask_truncated_completions", "TRL's own truncation masking"),
+        ("multi_objective_aggregation", "how several reward functions combine"),
+        ("reward_weights", "one weight per reward function"),
+        ("epsilon", "the lower clip bound (and the upper one unless epsilon_high is set)"),
+        ("epsilon_high", "the upper clip bound"),
+        ("use_bias_correction_kl", "importance-sampling correction of the KL term"),
+        ("use_vllm", "generation through vLLM"),
+    )
+)
+
+# The private helpers, imported once and guarded: a missing one is None here and a broken assumption in `check_trl`.
+_IMPORT_ERRORS: dict[str, str] = {}
+
+
+def _import(path: str):
+    module, _, name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except Exception as error:  # noqa: BLE001  (any failure importing TRL's helper is reported by the check)
+        _IMPORT_ERRORS[path] = f"cannot be imported ({type(error).__name__}: {error})"
+        return None
+
+
+is_async_callable = _import("trl.trainer.utils.is_async_callable")
+RepeatSampler = _import("trl.trainer.utils.RepeatSampler")
+get_config_model_id = _import("trl.trainer.utils.get_config_model_id")
+get_soft_overlong_punishment = _import("trl.rewards.get_soft_overlong_punishment")
+_IMPORTED = {
+    "trl.trainer.utils.is_async_callable": is_async_callable,
+    "trl.trainer.utils.RepeatSampler": RepeatSampler,
+    "trl.trainer.utils.get_config_model_id": get_config_model_id,
+    "trl.rewards.get_soft_overlong_punishment": get_soft_overlong_punishment,
+}
+
+
+def trl_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trl")
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def in_supported_range(version: str) -> bool:
+    """Whether `version` is inside [`SUPPORTED_TRL`] (release numbers only: a pre-release of 1.17 is outside)."""
+    release = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    low, high = re.findall(r"[\d.]+", SUPPORTED_TRL)
+    return tuple(map(int, low.split("."))) <= release < tuple(map(int, high.split(".")))
+
+
+def _accepts(func, params: tuple[str, ...]) -> str | None:
+    """None if `func` can be called as `func(self, *params)` with those names first, else what is wrong."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return None  # a builtin or C function: nothing to read, the call itself will tell
+    positional = [
+        p for p in signature.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if positional and positional[0].name in ("self", "cls"):
+        positional = positional[1:]
+    names = [p.name for p in positional[: len(params)]]
+    if names == list(params[: len(names)]) and len(names) == len(params):
+        return None
+    if len(names) < len(params) and any(p.kind == inspect.Parameter.VAR_POSITIONAL
+                                        for p in signature.parameters.values()):
+        return None  # `(model, *args, ...)` forwards the rest positionally (TRL 1.14's log-prob helper)
+    return f"has signature {signature}, expected parameters ({', '.join(params)}, ...)"
+
+
+def _class_problems(trainer_cls=None, config_cls=None, methods: bool = True) -> list[tuple[Assumption, str]]:
+    """The broken assumptions that can be seen without a trainer: imports, method signatures, config fields."""
+    if config_cls is None:
+        from trl import GRPOConfig as config_cls
+    if methods and trainer_cls is None:
+        from trl import GRPOTrainer as trainer_cls
+    problems = []
+    config_fields = getattr(config_cls, "__dataclass_fields__", {})
+    for assumption in CONTRACT + CONFIG_FIELDS:
+        if assumption.kind == "import":
+            value = _IMPORTED.get(assumption.name)
+            if value is None:
+                problems.append((assumption, _IMPORT_ERRORS.get(assumption.name, "is missing")))
+            elif (problem := _accepts(value, assumption.params)) is not None:
+                problems.append((assumption, problem))
+        elif assumption.kind == "method" and methods:
+            method = getattr(trainer_cls, assumption.name, None)
+            if not callable(method):
+                problems.append((assumption, f"is not a method of {trainer_cls.__name__}"))
+            elif (problem := _accepts(method, assumption.params)) is not None:
+                problems.append((assumption, problem))
+        elif assumption.kind == "config" and assumption.name not in config_fields:
+            problems.append((assumption, f"is not a field of {config_cls.__name__}"))
+    return problems
+
+
+def _error(problems: list[tuple[Assumption, str]]) -> TRLContractError:
+    from . import __version__
+
+    lines = [f"  - {a.owner}.{a.name} ({a.kind}) {problem}; assumed: {a.assumes}" for a, problem in problems]
+    return TRLContractError(
+        f"trl-lite {__version__} does not work with the installed TRL {trl_version()}: {len(problems)} of the TRL "
+        f"internals it relies on are missing or changed:\n" + "\n".join(lines) + "\n"
+        f"trl-lite supports trl{SUPPORTED_TRL} (tested: {', '.join(TESTED_TRL)}); install one with "
+        f"pip install \"trl{SUPPORTED_TRL}\"."
+    )
+
+
+def check_trl(trainer_cls=None, config_cls=None, methods: bool = True) -> None:
+    """Raises [`TRLContractError`] unless the installed TRL provides every import, method and config field of
+    [`CONTRACT`] (`methods=False`: all but the methods, so that `trl.GRPOTrainer` need not be imported). Called by
+    [`LitePPOConfig`] and [`LitePPOTrainer`] before anything is built. Outside the supported range a passing check
+    logs a warning once: the names are there, the behaviour is untested."""
+    problems = _class_problems(trainer_cls, config_cls, methods)
+    if problems:
+        raise _error(problems)
+    version = trl_version()
+    if not in_supported_range(version) and version not in _WARNED:
+        _WARNED.add(version)
+        logger.warning(
+            "TRL %s is outside the range trl-lite is tested on (trl%s). Every TRL internal trl-lite relies on is "
+            "present, but their behaviour is untested with this release.", version, SUPPORTED_TRL,
+        )
+
+
+_WARNED: set[str] = set()
+
+
+def check_trainer(trainer) -> None:
+    """Raises [`TRLContractError`] unless `GRPOTrainer.__init__` set every attribute of [`CONTRACT`] as assumed."""
+    problems = []
+    for assumption in CONTRACT:
+        if assumption.kind != "attribute":
+            continue
+        if not hasattr(trainer, assumption.name):
+            problems.append((assumption, "is not set by the trainer's constructor"))
+        elif assumption.check is not None and (problem := assumption.check(getattr(trainer, assumption.name))):
+            problems.append((assumption, problem))
+    if problems:
+        raise _error(problems)
+
+
+def check_runtime(name: str, problem: str | None) -> None:
+    """Raises [`TRLContractError`] for the runtime assumption `name` when `problem` is not None."""
+    if problem is not None:
+        (assumption,) = [a for a in CONTRACT if a.name == name]
+        raise _error([(assumption, problem)])
+
+
+def check_output_keys(output: dict, kl: bool) -> None:
+    """Raises [`TRLContractError`] unless the batch `_generate_and_score_completions` returned has every key of
+    [`CONTRACT`] (`ref_per_token_logps` only with a KL term, `kl=True`); checked on the first generation batch."""
+    needed = [a for a in CONTRACT if a.kind == "output" and (kl or a.name != "ref_per_token_logps")]
+    problems = [(a, "is not a key of the batch") for a in needed if a.name not in output]
+    if problems:
+        raise _error(problems)
+
+
+def contract_names() -> list[str]:
+    """Every name the contract lists, as `owner.name`."""
+    return [f"{a.owner}.{a.name}" if a.kind != "import" else a.name for a in CONTRACT + CONFIG_FIELDS]
