@@ -224,6 +224,8 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("multi_objective_aggregation", "attribute", _GRPO,
                "'sum_then_normalize' (weighted sum, then normalize) or 'normalize_then_sum'",
                check=_one_of("sum_then_normalize", "normalize_then_sum"), verified_by="tests/test_objectives.py"),
+    Assumption("num_iterations", "attribute", _GRPO, "optimization passes over each generation batch",
+               check=_is_int, verified_by=_RESUME),
     Assumption("loss_type", "attribute", _GRPO, "the branch of `_compute_loss` that aggregates (set by trl-lite)",
                check=lambda value: None if isinstance(value, str) else f"is {value!r}, expected a str",
                verified_by=_PARITY),
@@ -275,17 +277,14 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
         ("steps_per_generation", "micro-batches per generation batch, a multiple of gradient_accumulation_steps"),
         ("generation_batch_size", "completions per generation batch over all processes"),
         ("num_generations", "completions per prompt"),
-        ("num_iterations", "optimization passes over each generation batch"),
         ("max_completion_length", "the completion length limit"),
         ("scale_rewards", "TRL's std level, translated to advantage_std"),
         ("loss_type", "TRL's aggregation and objective, translated to loss_aggregation"),
-        ("mask_truncated_completions", "TRL's own truncation masking"),
         ("multi_objective_aggregation", "how several reward functions combine"),
         ("reward_weights", "one weight per reward function"),
         ("epsilon", "the lower clip bound (and the upper one unless epsilon_high is set)"),
         ("epsilon_high", "the upper clip bound"),
         ("use_bias_correction_kl", "importance-sampling correction of the KL term"),
-        ("use_vllm", "generation through vLLM"),
     )
 )
 
