@@ -14,8 +14,8 @@ The private helpers trl-lite imports from TRL are imported here and only here, g
 the check. What the check cannot see (what `_compute_loss` divides by, what `_prepare_inputs` buffers) is pinned by the
 tests each entry names, which the `.ci/run` canary runs against the newest TRL.
 
-Any adaptation to a TRL release inside the supported range belongs in this module, in one version-conditional place.
-Releases 1.14.2, 1.15.0 and 1.16.0 need none.
+Any adaptation to a TRL release belongs in this module, in one version-conditional place (`_release_problems`).
+Releases 1.14.0 to 1.14.2 and 1.16.0 need none; 1.15.0 is outside the range (see there).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 logger = logging.getLogger(__name__)
 
 # The supported range, as pyproject.toml declares it (a test checks that the two agree).
-SUPPORTED_TRL = ">=1.14.2,<1.17"
+SUPPORTED_TRL = ">=1.14,!=1.15.0,<1.17"
 DIFFERENCES_URL = "docs/trl-differences.md (trl-lite's docs: Where trl-lite differs from TRL)"
-TESTED_TRL = ("1.14.2", "1.15.0", "1.16.0")  # the whole suite passed on each (see docs/trl-compatibility.md)
+TESTED_TRL = ("1.14.0", "1.14.1", "1.14.2", "1.16.0")  # the whole suite passed on each (docs/versions.md)
 
 
 class TRLContractError(RuntimeError):
@@ -323,10 +323,10 @@ def trl_version() -> str:
 
 
 def in_supported_range(version: str) -> bool:
-    """Whether `version` is inside [`SUPPORTED_TRL`] (release numbers only: a pre-release of 1.17 is outside)."""
-    release = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
-    low, high = re.findall(r"[\d.]+", SUPPORTED_TRL)
-    return tuple(map(int, low.split("."))) <= release < tuple(map(int, high.split(".")))
+    """Whether `version` is inside [`SUPPORTED_TRL`] (a PEP 440 specifier set; a pre-release is never inside)."""
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(SUPPORTED_TRL).contains(version)
 
 
 def _accepts(func, params: tuple[str, ...]) -> str | None:
@@ -388,12 +388,34 @@ def _error(problems: list[tuple[Assumption, str]]) -> TRLContractError:
     )
 
 
+# ------------------------------------------------------------------ the one version-conditional place
+def _release_problems(version: str) -> list[tuple[Assumption, str]]:
+    """What is known to break in a particular TRL release, although every name of the contract is there.
+
+    - TRL 1.15.0 computes every log-prob through a fused LM head whose Triton kernel it imports without a fallback
+      (`trl.trainer.utils._ChunkedLogProbFunction`); without Triton the first training step dies inside TRL with
+      `'NoneType' object has no attribute 'apply'`, and Triton's kernels need a CUDA or XPU device. TRL 1.16.0 added
+      the torch fallback. Checked here, so that the error comes before the model is built.
+    """
+    if version == "1.15.0":
+        utils = importlib.import_module("trl.trainer.utils")
+        if getattr(utils, "_ChunkedLogProbFunction", None) is None:
+            return [(_RELEASE_1_15, "has no fused log-prob kernel on this machine (Triton is missing)")]
+    return []
+
+
+_RELEASE_1_15 = Assumption(
+    "_ChunkedLogProbFunction", "release", "trl.trainer.utils (TRL 1.15.0 only)",
+    "TRL's own log-prob path runs on this machine (1.15.0 needs Triton and a GPU for it; 1.16.0 does not)",
+)
+
+
 def check_trl(trainer_cls=None, config_cls=None, methods: bool = True) -> None:
     """Raises [`TRLContractError`] unless the installed TRL provides every import, method and config field of
     [`CONTRACT`] (`methods=False`: all but the methods, so that `trl.GRPOTrainer` need not be imported). Called by
     [`LitePPOConfig`] and [`LitePPOTrainer`] before anything is built. Outside the supported range a passing check
     logs a warning once: the names are there, the behaviour is untested."""
-    problems = _class_problems(trainer_cls, config_cls, methods)
+    problems = _class_problems(trainer_cls, config_cls, methods) + _release_problems(trl_version())
     if problems:
         raise _error(problems)
     version = trl_version()
