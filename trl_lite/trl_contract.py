@@ -379,10 +379,11 @@ def _class_problems(trainer_cls=None, config_cls=None, methods: bool = True) -> 
 def _error(problems: list[tuple[Assumption, str]]) -> TRLContractError:
     from . import __version__
 
-    lines = [f"  - {a.owner}.{a.name} ({a.kind}) {problem}; assumed: {a.assumes}" for a, problem in problems]
+    lines = [f"  - {_display(a)} ({a.kind}) {problem}; assumed: {a.assumes}" for a, problem in problems]
+    count = "1 TRL internal it relies on is" if len(problems) == 1 else f"{len(problems)} TRL internals it relies on are"
     return TRLContractError(
-        f"trl-lite {__version__} does not work with the installed TRL {trl_version()}: {len(problems)} of the TRL "
-        f"internals it relies on are missing or changed:\n" + "\n".join(lines) + "\n"
+        f"trl-lite {__version__} does not work with the installed TRL {trl_version()}: {count} missing or "
+        "changed:\n" + "\n".join(lines) + "\n"
         f"trl-lite supports trl{SUPPORTED_TRL} (tested: {', '.join(TESTED_TRL)}); install one with "
         f"pip install \"trl{SUPPORTED_TRL}\"."
     )
@@ -460,6 +461,10 @@ def check_output_keys(output: dict, kl: bool) -> None:
         raise _error(problems)
 
 
+def _display(assumption: Assumption) -> str:
+    return assumption.name if assumption.kind == "import" else f"{assumption.owner}.{assumption.name}"
+
+
 def contract_names() -> list[str]:
-    """Every name the contract lists, as `owner.name`."""
-    return [f"{a.owner}.{a.name}" if a.kind != "import" else a.name for a in CONTRACT + CONFIG_FIELDS]
+    """Every name the contract lists, as `owner.name` (an import as its module path)."""
+    return [_display(a) for a in CONTRACT + CONFIG_FIELDS]
