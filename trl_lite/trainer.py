@@ -16,7 +16,7 @@ from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401 
 from .hub import ModelCardMixin
 from .reward_faults import RewardFaultsMixin
 from .rewards import soft_overlong_punishment
-from .trl_contract import check_output_keys, check_runtime, check_trainer, check_trl, get_config_model_id
+from .trl_contract import adapt, check_output_keys, check_runtime, check_trainer, check_trl, get_config_model_id
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
@@ -154,6 +154,7 @@ class LitePPOTrainer(
         self._lite_entropies: torch.Tensor | None = None
         self._lite_completions_generated = 0
         self._lite_contract_seen: set[str] = set()  # the runtime assumptions already checked (once each)
+        adapt(self)  # what a supported older TRL release names differently (trl_lite/trl_contract.py)
         check_trainer(self)
         self._guard_reward_funcs()  # see trl_lite/reward_faults.py
 

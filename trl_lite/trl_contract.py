@@ -14,8 +14,9 @@ The private helpers trl-lite imports from TRL are imported here and only here, g
 the check. What the check cannot see (what `_compute_loss` divides by, what `_prepare_inputs` buffers) is pinned by the
 tests each entry names, which the `.ci/run` canary runs against the newest TRL.
 
-Any adaptation to a TRL release belongs in this module, in one version-conditional place (`_release_problems`).
-Releases 1.14.0 to 1.14.2 and 1.16.0 need none; 1.15.0 is outside the range (see there).
+Any adaptation to a TRL release belongs in this module, in its one version-conditional place (`adapt` and
+`_release_problems`): 1.14.0 and 1.14.1 lack `eos_token_ids`, which `adapt` sets as those releases behave; 1.15.0 is
+outside the range (it needs Triton to train).
 """
 
 from __future__ import annotations
@@ -403,6 +404,19 @@ def _release_problems(version: str) -> list[tuple[Assumption, str]]:
         if getattr(utils, "_ChunkedLogProbFunction", None) is None:
             return [(_RELEASE_1_15, "has no fused log-prob kernel on this machine (Triton is missing)")]
     return []
+
+
+def adapt(trainer) -> None:
+    """Fills in, on a trainer TRL has just built, what a supported older TRL release names differently.
+
+    - TRL 1.14.0 and 1.14.1 have no `eos_token_ids`: a completion ends at the tokenizer's EOS alone (their generation
+      config and truncation rule use `_tokenizer.eos_token_id`). 1.14.2 added every EOS id of the model's generation
+      config. The same list is set here, so trl-lite's truncation rule ends completions where that TRL does.
+    """
+    from packaging.version import Version
+
+    if Version(trl_version()) < Version("1.14.2") and not hasattr(trainer, "eos_token_ids"):
+        trainer.eos_token_ids = [trainer._tokenizer.eos_token_id]
 
 
 _RELEASE_1_15 = Assumption(
