@@ -25,7 +25,6 @@ import collections
 import importlib
 import inspect
 import logging
-import re
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
@@ -46,7 +45,8 @@ class Assumption:
 
     `kind` is `"import"` (a private helper), `"method"` (of `GRPOTrainer`, overridden or called through `super()`),
     `"attribute"` (set on the trainer by `GRPOTrainer.__init__`), `"config"` (a `GRPOConfig` field read),
-    `"runtime"` (a value that exists once training runs) or `"output"` (a key of a dict TRL returns). `params` are the
+    `"runtime"` (a value that exists once training runs), `"output"` (a key of a dict TRL returns) or `"release"` (a
+    problem of one TRL release, see `_release_problems`). `params` are the
     leading positional parameters a method must accept; `verified_by` names the tests that pin the behaviour the check
     cannot see.
     """
@@ -176,8 +176,8 @@ CONTRACT: tuple[Assumption, ...] = (
                params=("model", "inputs"), verified_by=f"{_PARITY}, {_DIFF}, tests/test_objectives.py"),
     Assumption("_get_per_token_logps_and_entropies", "method", _GRPO,
                "`_get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, ...)` returns "
-               "a tuple starting with per-token log-probs (B, T) and entropies (B, T) or None; `_compute_loss` calls it "
-               "once for the policy forward",
+               "a tuple starting with per-token log-probs (B, T) and entropies (B, T) or None; `_compute_loss` calls "
+               "it once for the policy forward",
                params=("model", "input_ids", "attention_mask", "logits_to_keep"),
                verified_by="tests/test_diagnostics.py, tests/test_aggregation.py"),
     Assumption("_save_checkpoint", "method", _GRPO,
@@ -289,6 +289,8 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
     )
 )
 
+_WARNED: set[str] = set()  # the out-of-range TRL versions already warned about
+
 # The private helpers, imported once and guarded: a missing one is None here and a broken assumption in `check_trl`.
 _IMPORT_ERRORS: dict[str, str] = {}
 
@@ -326,8 +328,12 @@ def trl_version() -> str:
 def in_supported_range(version: str) -> bool:
     """Whether `version` is inside [`SUPPORTED_TRL`] (a PEP 440 specifier set; a pre-release is never inside)."""
     from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion
 
-    return SpecifierSet(SUPPORTED_TRL).contains(version)
+    try:
+        return SpecifierSet(SUPPORTED_TRL).contains(version)
+    except InvalidVersion:  # "not installed"
+        return False
 
 
 def _accepts(func, params: tuple[str, ...]) -> str | None:
@@ -343,7 +349,7 @@ def _accepts(func, params: tuple[str, ...]) -> str | None:
     if positional and positional[0].name in ("self", "cls"):
         positional = positional[1:]
     names = [p.name for p in positional[: len(params)]]
-    if names == list(params[: len(names)]) and len(names) == len(params):
+    if names == list(params):
         return None
     if len(names) < len(params) and any(p.kind == inspect.Parameter.VAR_POSITIONAL
                                         for p in signature.parameters.values()):
@@ -381,7 +387,7 @@ def _error(problems: list[tuple[Assumption, str]]) -> TRLContractError:
     from . import __version__
 
     lines = [f"  - {_display(a)} ({a.kind}) {problem}; assumed: {a.assumes}" for a, problem in problems]
-    count = "1 TRL internal it relies on is" if len(problems) == 1 else f"{len(problems)} TRL internals it relies on are"
+    count = f"{len(problems)} TRL internals it relies on are" if len(problems) > 1 else "1 TRL internal it relies on is"
     return TRLContractError(
         f"trl-lite {__version__} does not work with the installed TRL {trl_version()}: {count} missing or "
         "changed:\n" + "\n".join(lines) + "\n"
@@ -415,7 +421,9 @@ def adapt(trainer) -> None:
     """
     from packaging.version import Version
 
-    if Version(trl_version()) < Version("1.14.2") and not hasattr(trainer, "eos_token_ids"):
+    if in_supported_range(trl_version()) and Version(trl_version()) < Version("1.14.2") and not hasattr(
+        trainer, "eos_token_ids"
+    ):
         trainer.eos_token_ids = [trainer._tokenizer.eos_token_id]
 
 
@@ -434,15 +442,13 @@ def check_trl(trainer_cls=None, config_cls=None, methods: bool = True) -> None:
     if problems:
         raise _error(problems)
     version = trl_version()
-    if not in_supported_range(version) and version not in _WARNED:
+    if not in_supported_range(version) and version not in _WARNED:  # once per process
         _WARNED.add(version)
         logger.warning(
             "TRL %s is outside the range trl-lite is tested on (trl%s). Every TRL internal trl-lite relies on is "
             "present, but their behaviour is untested with this release.", version, SUPPORTED_TRL,
         )
 
-
-_WARNED: set[str] = set()
 
 
 def check_trainer(trainer) -> None:
