@@ -3,6 +3,9 @@ whose environment pins another TRL would get them: `import trl_lite` works, and 
 at once with the contract's error (trl_lite/trl_contract.py), not with a traceback from inside TRL.
 
     python .ci/check_unsupported_trl.py 1.13.0 1.15.0
+
+1.13.0 lacks a helper trl-lite imports; 1.15.0 is refused where Triton is missing (CI's CPU machines), since its
+log-prob path cannot run there (trl_lite/trl_contract.py, `_release_problems`).
 """
 
 from __future__ import annotations
