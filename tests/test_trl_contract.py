@@ -24,8 +24,7 @@ PACKAGE = pathlib.Path(trl_lite.__file__).parent
 # Public API of transformers' Trainer and TRL's trainers (documented, stable), which the contract does not list.
 PUBLIC = {
     "__init__", "accelerator", "args", "model", "state", "processing_class", "train_dataset", "is_world_process_zero",
-    "add_callback", "remove_callback", "create_model_card", "push_to_hub", "init_hf_repo", "log", "save_model",
-    "train", "save_state",
+    "add_callback", "remove_callback", "push_to_hub", "log", "train", "save_state",
 }
 # Names trl-lite defines and reads itself that happen to shadow a TRL class attribute of the same name.
 SHADOWED = {"_tag_names", "_name", "_paper"}
@@ -98,20 +97,70 @@ def test_contract_lists_exactly_the_trainer_internals_used(grpo_trainer):
         f"{sorted(listed - relied_on)}")
 
 
-def test_contract_lists_exactly_the_config_fields_used():
-    """The GRPOConfig fields the trainer classes and LitePPOConfig read, less transformers' TrainingArguments and
-    trl-lite's own fields, are the contract's config fields."""
+def _args_fields_read() -> set:
+    """Every `args.X` and `self.args.X` read anywhere in the package, and every `self.X` in LitePPOConfig."""
     fields = set()
-    for cls in _trainer_classes():
-        fields |= _class_uses(cls)[2]
-    used, _, _ = _class_uses(LitePPOConfig)
-    fields |= used
-    grpo = {f.name for f in dataclasses.fields(GRPOConfig)}
-    base = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
-    base |= set(dir(transformers.TrainingArguments))  # properties such as should_save
-    own = {f.name for f in dataclasses.fields(LitePPOConfig)} - grpo
-    relied_on = (fields & grpo) - base - own
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and (
+                (isinstance(node.value, ast.Name) and node.value.id == "args")
+                or (isinstance(node.value, ast.Attribute) and node.value.attr == "args")
+            ):
+                fields.add(node.attr)
+    return fields | _class_uses(LitePPOConfig)[0]
+
+
+def test_contract_lists_exactly_the_config_fields_used():
+    """The GRPOConfig fields the package reads, less transformers' TrainingArguments (unless GRPOConfig changes their
+    default) and trl-lite's own fields, are the contract's config fields."""
+    grpo = {f.name: f for f in dataclasses.fields(GRPOConfig)}
+    base = {f.name: f for f in dataclasses.fields(transformers.TrainingArguments)}
+    inherited = {name for name, f in base.items() if name in grpo and grpo[name].default == f.default}
+    inherited |= set(dir(transformers.TrainingArguments)) - set(grpo)  # properties such as should_save
+    own = {f.name for f in dataclasses.fields(LitePPOConfig)} - set(grpo)
+    relied_on = (_args_fields_read() & set(grpo)) - inherited - own
     assert relied_on == {a.name for a in CONFIG_FIELDS}
+
+
+def test_contract_lists_the_batch_keys_read():
+    """The keys the trainer classes read from the batch TRL's generation returns (`output[...]`, `inputs[...]`,
+    `batch[...]`, `inputs.get(...)`), less trl-lite's own `lite_*` keys, are the contract's output keys. The prompt
+    keys are relied on by name, not read: `select_groups` pads every `prompt*` tensor on the left."""
+    read = set()
+    for cls in _trainer_classes():
+        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(cls)))):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(
+                    node.slice, ast.Constant) and isinstance(node.slice.value, str) and node.value.id in (
+                    "output", "inputs", "batch", "first"):
+                read.add(node.slice.value)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and (
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "inputs"):
+                read.add(node.args[0].value)
+    read = {key for key in read if not key.startswith("lite_")}
+    listed = {a.name for a in CONTRACT if a.kind in ("output", "optional output")}
+    assert read | {"prompt_ids", "prompt_mask"} == listed
+
+
+def test_trl_logs_the_metrics_trl_lite_reads(tiny_model_dir, tmp_path):
+    """The metric names trl-lite reads back from the log history (model card, ablation, lab) are logged by TRL."""
+    args = GRPOConfig(**train_args(tmp_path, max_steps=1, **{"scale_rewards": "batch", "loss_type": "dapo"}))
+    trainer = GRPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args,
+                          train_dataset=prompt_dataset())
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    names = [a.name.format(name="reward_digit_count") for a in CONTRACT if a.kind == "metric"]
+    assert len(names) == 6
+    assert [name for name in names if name not in logged] == []
+
+
+def test_broken_config_default():
+    class Changed:
+        __dataclass_fields__ = {**GRPOConfig.__dataclass_fields__,
+                                "bf16": dataclasses.field(default=True)}
+
+    with pytest.raises(TRLContractError) as error:
+        check_trl(config_cls=Changed)
+    _assert_names(error.value, "bf16")
 
 
 def test_private_trl_imports_go_through_the_contract():
@@ -143,7 +192,8 @@ def test_the_supported_range_is_the_one_pyproject_declares():
 def test_contract_holds_on_the_installed_trl(lite_trainer):
     check_trl()
     check_trainer(lite_trainer)
-    assert len(CONTRACT) + len(CONFIG_FIELDS) == len(trl_contract.contract_names())
+    names = trl_contract.contract_names()
+    assert len(set(names)) == len(names) == len(CONTRACT) + len(CONFIG_FIELDS)  # each name listed once
 
 
 # ------------------------------------------------------------------ each assumption, broken in turn

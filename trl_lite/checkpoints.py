@@ -13,11 +13,12 @@ import os
 import re
 
 import torch
+from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 logger = logging.getLogger(__name__)
 
-TRAINER_STATE = "trainer_state.json"  # written last by transformers' `_save_checkpoint`
+TRAINER_STATE = TRAINER_STATE_NAME  # "trainer_state.json", written by transformers' `_save_checkpoint`
 PROCESS_STATE = "trl_lite_state-{process}.pt"  # one per process, written before TRAINER_STATE
 _CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 _TRUE, _FALSE = {"true", "yes", "1", "last"}, {"false", "no", "0", "none", ""}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 import textwrap
 
 import torch
@@ -163,10 +164,12 @@ class LitePPOTrainer(
         output = super()._generate(prompts)
         if "_generate.output[1]" not in self._lite_contract_seen:
             self._lite_contract_seen.add("_generate.output[1]")
+            # one sequence of token ids per prompt (a rollout_func's lists, tuples or numpy ints pass through TRL)
             ids = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-            ok = isinstance(ids, list) and len(ids) == len(prompts) and all(
-                isinstance(row, list) and all(isinstance(t, int) for t in row) for row in ids)
-            check_runtime("_generate.output[1]", None if ok else f"is {type(ids).__name__}, not one id list per prompt")
+            ok = isinstance(ids, (list, tuple)) and len(ids) == len(prompts) and all(
+                hasattr(row, "__len__") and all(isinstance(t, numbers.Integral) for t in row) for row in ids)
+            check_runtime("_generate.output[1]", None if ok else f"is {type(ids).__name__}, not one id sequence per "
+                          "prompt")
         # Truncated = cut by the length limit: `max_completion_length` tokens that do not end with EOS (vLLM's
         # finish_reason "length"; transformers' generate likewise). TRL's `mask_truncated_completions` rule ("the
         # last token is neither EOS nor padding") also flags completions that a stop string ended early, and misses

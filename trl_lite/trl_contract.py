@@ -45,8 +45,9 @@ class Assumption:
 
     `kind` is `"import"` (a private helper), `"method"` (of `GRPOTrainer`, overridden or called through `super()`),
     `"attribute"` (set on the trainer by `GRPOTrainer.__init__`), `"config"` (a `GRPOConfig` field read),
-    `"runtime"` (a value that exists once training runs), `"output"` (a key of a dict TRL returns) or `"release"` (a
-    problem of one TRL release, see `_release_problems`). `params` are the
+    `"runtime"` (a value that exists once training runs), `"output"` (a key of the batch TRL's generation returns;
+    `"optional output"` when TRL may leave it out), `"metric"` (a name TRL logs, read back from the log history) or
+    `"release"` (a problem of one TRL release, see `_release_problems`). `params` are the
     leading positional parameters a method must accept; `verified_by` names the tests that pin the behaviour the check
     cannot see.
     """
@@ -181,7 +182,9 @@ CONTRACT: tuple[Assumption, ...] = (
                params=("model", "input_ids", "attention_mask", "logits_to_keep"),
                verified_by="tests/test_diagnostics.py, tests/test_aggregation.py"),
     Assumption("_save_checkpoint", "method", _GRPO,
-               "`_save_checkpoint(model, trial)` writes the checkpoint, `trainer_state.json` last (transformers)",
+               "`_save_checkpoint(model, trial)` writes the checkpoint folder `checkpoint-<global_step>` under "
+               "`_get_output_dir(trial)`: weights, optimizer, scheduler and RNG states, then `trainer_state.json` "
+               "(transformers); trl-lite's per-process state is written before it is called",
                params=("model", "trial"), verified_by=_RESUME),
     Assumption("_load_optimizer_and_scheduler", "method", _GRPO,
                "`_load_optimizer_and_scheduler(checkpoint)` runs once on resume, after the trainer is built and "
@@ -192,6 +195,17 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("_push_from_checkpoint", "method", _TRAINER,
                "`_push_from_checkpoint(checkpoint_folder)` pushes a saved checkpoint to the Hub",
                params=("checkpoint_folder",), verified_by="tests/test_model_card.py"),
+    Assumption("save_model", "method", _TRAINER,
+               "`save_model(output_dir, _internal_call)` saves the final model and, with `push_to_hub`, pushes it: "
+               "the model card is written before", params=("output_dir", "_internal_call"),
+               verified_by="tests/test_model_card.py"),
+    Assumption("create_model_card", "method", _GRPO,
+               "`create_model_card(model_name, dataset_name, tags)`: TRL's `_save_checkpoint` calls it with "
+               "`model_name=`; trl-lite's card replaces TRL's", params=("model_name", "dataset_name", "tags"),
+               verified_by="tests/test_model_card.py"),
+    Assumption("init_hf_repo", "method", _TRAINER,
+               "`init_hf_repo(token)` is called by the constructor when `push_to_hub=True`, and creates the repo",
+               params=("token",), verified_by="tests/test_model_card.py"),
     # ------------------------------------------------------------------ attributes GRPOTrainer.__init__ sets
     Assumption("_metrics", "attribute", _GRPO,
                "`_metrics[mode][name]` (mode 'train' or 'eval') is a list of values, created on first use, averaged "
@@ -247,8 +261,8 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("current_gradient_accumulation_steps", "runtime", _TRAINER,
                "the micro-batches of the current optimizer step, set by the training loop before the first step "
                "(`gradient_accumulation_steps` except in a short last step)", check=_is_int, verified_by=_PARITY),
-    Assumption("_generate.output[1]", "runtime", _GRPO, "the completion ids: a list of token-id lists, one per "
-               "prompt", verified_by=_DIFF),
+    Assumption("_generate.output[1]", "runtime", _GRPO, "the completion ids: one sequence of token ids per prompt",
+               verified_by=_DIFF),
     Assumption("_calculate_rewards.output", "runtime", _GRPO, "a float tensor (N_global, F)",
                verified_by="tests/test_reward_faults.py"),
     Assumption("_buffered_inputs.length", "runtime", _GRPO,
@@ -269,6 +283,23 @@ CONTRACT: tuple[Assumption, ...] = (
                verified_by=_DIFF),
     Assumption("ref_per_token_logps", "output", _GRPO, "(B, T) the reference model's log-probs, when beta != 0",
                verified_by="tests/test_aggregation.py"),
+    Assumption("old_per_token_logps", "optional output", _GRPO,
+               "(B, T) the sampling policy's log-probs; absent when the batch is trained on at once, on-policy (the "
+               "PPO ratio is then 1, as TRL computes it)", verified_by="tests/test_diagnostics.py"),
+    Assumption("tool_mask", "optional output", _GRPO,
+               "(B, T) 0 on tool-output tokens; present with tools, and then part of the loss mask",
+               verified_by="tests/test_aggregation.py"),
+    # ------------------------------------------------------------------ metrics TRL logs that trl-lite reads back
+    *(Assumption(name, "metric", _GRPO, f"TRL logs `{name}` each logging step ({use})",
+                 verified_by="tests/test_trl_contract.py")
+      for name, use in (
+          ("reward", "the model card's final reward, the lab's reward curve"),
+          ("entropy", "the ablation's and the lab's entropy curves"),
+          ("completions/mean_length", "the ablation's and the lab's length curves"),
+          ("clip_ratio/low_mean", "the clipped fraction at the low bound"),
+          ("clip_ratio/high_mean", "the clipped fraction at the high bound (clip-higher)"),
+          ("rewards/{name}/mean", "each reward function's mean, the ablation's accuracy"),
+      )),
 )
 
 # GRPOConfig fields trl-lite reads (beyond transformers' TrainingArguments and its own LitePPOConfig fields)
@@ -286,8 +317,14 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
         ("epsilon", "the lower clip bound (and the upper one unless epsilon_high is set)"),
         ("epsilon_high", "the upper clip bound"),
         ("use_bias_correction_kl", "importance-sampling correction of the KL term"),
+        ("beta", "the KL coefficient, on the model card"),
+        ("temperature", "the sampling temperature, on the model card"),
+        ("top_p", "the nucleus sampling bound, on the model card"),
+        ("learning_rate", "on the model card (GRPOConfig's default, 1e-6, is not transformers')"),
+        ("bf16", "unset is None until GRPOConfig.__post_init__ turns it on; LitePPOConfig resolves it first"),
     )
 )
+_CONFIG_DEFAULTS = {"bf16": None}  # the declared default a field must keep
 
 _WARNED: set[str] = set()  # the out-of-range TRL versions already warned about
 
@@ -380,6 +417,10 @@ def _class_problems(trainer_cls=None, config_cls=None, methods: bool = True) -> 
                 problems.append((assumption, problem))
         elif assumption.kind == "config" and assumption.name not in config_fields:
             problems.append((assumption, f"is not a field of {config_cls.__name__}"))
+        elif assumption.kind == "config" and assumption.name in _CONFIG_DEFAULTS:
+            default = config_fields[assumption.name].default
+            if default != _CONFIG_DEFAULTS[assumption.name]:
+                problems.append((assumption, f"defaults to {default!r}, expected {_CONFIG_DEFAULTS[assumption.name]!r}"))
     return problems
 
 
