@@ -418,9 +418,9 @@ def _class_problems(trainer_cls=None, config_cls=None, methods: bool = True) -> 
         elif assumption.kind == "config" and assumption.name not in config_fields:
             problems.append((assumption, f"is not a field of {config_cls.__name__}"))
         elif assumption.kind == "config" and assumption.name in _CONFIG_DEFAULTS:
-            default = config_fields[assumption.name].default
-            if default != _CONFIG_DEFAULTS[assumption.name]:
-                problems.append((assumption, f"defaults to {default!r}, expected {_CONFIG_DEFAULTS[assumption.name]!r}"))
+            default, expected = config_fields[assumption.name].default, _CONFIG_DEFAULTS[assumption.name]
+            if default != expected:
+                problems.append((assumption, f"defaults to {default!r}, expected {expected!r}"))
     return problems
 
 
