@@ -166,6 +166,7 @@ class ModelCardMixin:
         if not self.is_world_process_zero():
             return
         from transformers.utils import is_peft_available
+
         from .trl_contract import get_config_model_id
 
         model = self.accelerator.unwrap_model(self.model)
