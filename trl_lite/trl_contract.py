@@ -184,7 +184,9 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("_save_checkpoint", "method", _GRPO,
                "`_save_checkpoint(model, trial)` writes the checkpoint folder `checkpoint-<global_step>` under "
                "`_get_output_dir(trial)`: weights, optimizer, scheduler and RNG states, then `trainer_state.json` "
-               "(transformers); trl-lite's per-process state is written before it is called",
+               "(transformers); trl-lite's per-process state is written before it is called. Not covered: with "
+               "`use_adaptive_entropy`, TRL writes `entropy_ctrl_state.json` after `trainer_state.json`, so a "
+               "checkpoint cut off between the two is resumed without it",
                params=("model", "trial"), verified_by=_RESUME),
     Assumption("_load_optimizer_and_scheduler", "method", _GRPO,
                "`_load_optimizer_and_scheduler(checkpoint)` runs once on resume, after the trainer is built and "
