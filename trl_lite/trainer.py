@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import copy
-import numbers
 import textwrap
 
 import torch
@@ -17,7 +16,16 @@ from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401 
 from .hub import ModelCardMixin
 from .reward_faults import RewardFaultsMixin
 from .rewards import soft_overlong_punishment
-from .trl_contract import adapt, check_output_keys, check_runtime, check_trainer, check_trl, get_config_model_id
+from .trl_contract import (
+    adapt,
+    check_buffer,
+    check_generate_output,
+    check_output_keys,
+    check_rewards,
+    check_trainer,
+    check_trl,
+    get_config_model_id,
+)
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
@@ -154,7 +162,7 @@ class LitePPOTrainer(
         self._lite_logps: torch.Tensor | None = None
         self._lite_entropies: torch.Tensor | None = None
         self._lite_completions_generated = 0
-        self._lite_contract_seen: set[str] = set()  # the runtime assumptions already checked (once each)
+        self._lite_contract_seen: set = set()  # the runtime checks already run (once each, on the first batch)
         adapt(self)  # what a supported older TRL release names differently (trl_lite/trl_contract.py)
         check_trainer(self)
         self._guard_reward_funcs()  # see trl_lite/reward_faults.py
@@ -162,14 +170,7 @@ class LitePPOTrainer(
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):
         output = super()._generate(prompts)
-        if "_generate.output[1]" not in self._lite_contract_seen:
-            self._lite_contract_seen.add("_generate.output[1]")
-            # one sequence of token ids per prompt (a rollout_func's lists, tuples or numpy ints pass through TRL)
-            ids = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-            ok = isinstance(ids, (list, tuple)) and len(ids) == len(prompts) and all(
-                hasattr(row, "__len__") and all(isinstance(t, numbers.Integral) for t in row) for row in ids)
-            check_runtime("_generate.output[1]", None if ok else f"is {type(ids).__name__}, not one id sequence per "
-                          "prompt")
+        self._check_once(check_generate_output, output, len(prompts))
         # Truncated = cut by the length limit: `max_completion_length` tokens that do not end with EOS (vLLM's
         # finish_reason "length"; transformers' generate likewise). TRL's `mask_truncated_completions` rule ("the
         # last token is neither EOS nor padding") also flags completions that a stop string ended early, and misses
@@ -181,13 +182,7 @@ class LitePPOTrainer(
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)  # (N, F)
-        if "_calculate_rewards.output" not in self._lite_contract_seen:
-            self._lite_contract_seen.add("_calculate_rewards.output")
-            ok = isinstance(rewards_per_func, torch.Tensor) and rewards_per_func.ndim == 2 and (
-                rewards_per_func.shape[1] == len(self.reward_funcs) and rewards_per_func.is_floating_point())
-            shape = tuple(getattr(rewards_per_func, "shape", ()))
-            check_runtime("_calculate_rewards.output", None if ok else f"has shape {shape}, expected (N, "
-                          f"{len(self.reward_funcs)}) floats")
+        self._check_once(check_rewards, rewards_per_func, len(self.reward_funcs))
         self._contain_reward_faults(rewards_per_func, prompts, completions)  # see trl_lite/reward_faults.py
         self._lite_rewards_per_func = rewards_per_func  # (N_global, num_funcs), gathered over processes
         return rewards_per_func
@@ -216,6 +211,12 @@ class LitePPOTrainer(
         self.on_generation_batch(output, advantages, counted)
         return output
 
+    def _check_once(self, check, *args, **kwargs) -> None:
+        """Runs one of the contract's runtime checks (trl_lite/trl_contract.py) the first time it is reached."""
+        if check not in self._lite_contract_seen:
+            self._lite_contract_seen.add(check)
+            check(*args, **kwargs)
+
     # ------------------------------------------------------------------ public hooks for subclasses
     def on_generation_batch(self, output: dict, advantages: torch.Tensor, counted: torch.Tensor) -> None:
         """Called once per generation batch (train and eval), after its advantages are set; does nothing by default.
@@ -234,9 +235,7 @@ class LitePPOTrainer(
     def _score_round(self, inputs) -> dict:
         """One generation round: TRL generates and scores, then the advantages and diagnostics are recomputed."""
         output = super()._generate_and_score_completions(inputs)
-        if "output" not in self._lite_contract_seen:
-            self._lite_contract_seen.add("output")
-            check_output_keys(output, kl=self.beta != 0.0)
+        self._check_once(check_output_keys, output, kl=self.beta != 0.0)
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         device = self.accelerator.device
@@ -312,27 +311,14 @@ class LitePPOTrainer(
         if not self.model.training:  # eval: one batch, no accumulation
             self._set_loss_weights([inputs], train=False)
         elif self._buffered_inputs is not previous_buffer:  # a new generation batch was buffered
-            self._check_buffer()
+            accumulation = getattr(self, "current_gradient_accumulation_steps", None)
+            self._check_once(check_buffer, self._buffered_inputs, self.args.steps_per_generation, accumulation)
             # LitePPOConfig guarantees steps_per_generation % gradient_accumulation_steps == 0, so the buffer splits
             # into whole optimizer steps: micro-batches [k*G, (k+1)*G) are the k-th step of this generation round.
             steps = self.args.gradient_accumulation_steps
             for start in range(0, len(self._buffered_inputs), steps):
                 self._set_loss_weights(self._buffered_inputs[start : start + steps], train=True)
         return inputs
-
-    def _check_buffer(self) -> None:
-        """The runtime assumptions of `_prepare_inputs` (trl_lite/trl_contract.py), checked on the first buffer."""
-        if "_buffered_inputs.length" in self._lite_contract_seen:
-            return
-        self._lite_contract_seen.add("_buffered_inputs.length")
-        buffer, expected = self._buffered_inputs, self.args.steps_per_generation
-        ok = isinstance(buffer, list) and len(buffer) == expected and all(isinstance(b, dict) for b in buffer)
-        check_runtime("_buffered_inputs.length", None if ok else (
-            f"holds {len(buffer) if isinstance(buffer, list) else type(buffer).__name__} items, expected "
-            f"steps_per_generation={expected} micro-batches"))
-        steps = getattr(self, "current_gradient_accumulation_steps", None)
-        check_runtime("current_gradient_accumulation_steps", None if isinstance(steps, int) and steps >= 1 else (
-            f"is {steps!r} when the first generation batch is buffered, expected an int >= 1"))
 
     def _set_loss_weights(self, micro_batches: list[dict], train: bool):
         """Attaches each sequence's aggregation weight to the micro-batches of one optimizer step (in place).

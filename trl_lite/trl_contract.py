@@ -25,6 +25,7 @@ import collections
 import importlib
 import inspect
 import logging
+import numbers
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
@@ -513,6 +514,36 @@ def check_runtime(name: str, problem: str | None) -> None:
     if problem is not None:
         (assumption,) = [a for a in CONTRACT if a.name == name]
         raise _error([(assumption, problem)])
+
+
+def check_generate_output(output, num_prompts: int) -> None:
+    """`_generate`'s item 1 is one sequence of token ids per prompt (a `rollout_func`'s lists, tuples or numpy ints
+    pass through TRL unchanged, so all are accepted)."""
+    ids = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+    ok = isinstance(ids, (list, tuple)) and len(ids) == num_prompts and all(
+        hasattr(row, "__len__") and all(isinstance(t, numbers.Integral) for t in row) for row in ids)
+    check_runtime("_generate.output[1]", None if ok else f"is {type(ids).__name__}, not one id sequence per prompt")
+
+
+def check_rewards(rewards, num_funcs: int) -> None:
+    """`_calculate_rewards` returns a float tensor (N, F), one column per reward function."""
+    import torch
+
+    ok = isinstance(rewards, torch.Tensor) and rewards.ndim == 2 and rewards.shape[1] == num_funcs and (
+        rewards.is_floating_point())
+    shape = tuple(getattr(rewards, "shape", ()))
+    check_runtime("_calculate_rewards.output", None if ok else f"has shape {shape}, expected (N, {num_funcs}) floats")
+
+
+def check_buffer(buffer, steps_per_generation: int, accumulation) -> None:
+    """After `_prepare_inputs` buffers a generation batch: `steps_per_generation` micro-batches, and the training
+    loop's accumulation counter set."""
+    ok = isinstance(buffer, list) and len(buffer) == steps_per_generation and all(isinstance(b, dict) for b in buffer)
+    size = len(buffer) if isinstance(buffer, list) else type(buffer).__name__
+    check_runtime("_buffered_inputs.length", None if ok else (
+        f"holds {size} items, expected steps_per_generation={steps_per_generation} micro-batches"))
+    check_runtime("current_gradient_accumulation_steps", None if isinstance(accumulation, int) and accumulation >= 1
+                  else f"is {accumulation!r} when the first generation batch is buffered, expected an int >= 1")
 
 
 def check_output_keys(output: dict, kl: bool) -> None:
