@@ -344,16 +344,11 @@ def _import(path: str):
         return None
 
 
-is_async_callable = _import("trl.trainer.utils.is_async_callable")
-RepeatSampler = _import("trl.trainer.utils.RepeatSampler")
-get_config_model_id = _import("trl.trainer.utils.get_config_model_id")
-get_soft_overlong_punishment = _import("trl.rewards.get_soft_overlong_punishment")
-_IMPORTED = {
-    "trl.trainer.utils.is_async_callable": is_async_callable,
-    "trl.trainer.utils.RepeatSampler": RepeatSampler,
-    "trl.trainer.utils.get_config_model_id": get_config_model_id,
-    "trl.rewards.get_soft_overlong_punishment": get_soft_overlong_punishment,
-}
+_IMPORTED = {a.name: _import(a.name) for a in CONTRACT if a.kind == "import"}  # the contract's import entries
+is_async_callable = _IMPORTED["trl.trainer.utils.is_async_callable"]
+RepeatSampler = _IMPORTED["trl.trainer.utils.RepeatSampler"]
+get_config_model_id = _IMPORTED["trl.trainer.utils.get_config_model_id"]
+get_soft_overlong_punishment = _IMPORTED["trl.rewards.get_soft_overlong_punishment"]
 
 
 def trl_version() -> str:
@@ -465,9 +460,8 @@ def adapt(trainer) -> None:
     """
     from packaging.version import Version
 
-    if in_supported_range(trl_version()) and Version(trl_version()) < Version("1.14.2") and not hasattr(
-        trainer, "eos_token_ids"
-    ):
+    version = trl_version()
+    if in_supported_range(version) and Version(version) < Version("1.14.2") and not hasattr(trainer, "eos_token_ids"):
         trainer.eos_token_ids = [trainer._tokenizer.eos_token_id]
 
 
@@ -482,17 +476,16 @@ def check_trl(trainer_cls=None, config_cls=None, methods: bool = True) -> None:
     [`CONTRACT`] (`methods=False`: all but the methods, so that `trl.GRPOTrainer` need not be imported). Called by
     [`LitePPOConfig`] and [`LitePPOTrainer`] before anything is built. Outside the supported range a passing check
     logs a warning once: the names are there, the behaviour is untested."""
-    problems = _class_problems(trainer_cls, config_cls, methods) + _release_problems(trl_version())
+    version = trl_version()
+    problems = _class_problems(trainer_cls, config_cls, methods) + _release_problems(version)
     if problems:
         raise _error(problems)
-    version = trl_version()
     if not in_supported_range(version) and version not in _WARNED:  # once per process
         _WARNED.add(version)
         logger.warning(
             "TRL %s is outside the range trl-lite is tested on (trl%s). Every TRL internal trl-lite relies on is "
             "present, but their behaviour is untested with this release.", version, SUPPORTED_TRL,
         )
-
 
 
 def check_trainer(trainer) -> None:
