@@ -124,7 +124,7 @@ def test_contract_lists_exactly_the_config_fields_used():
 
 def test_contract_lists_the_batch_keys_read():
     """The keys the trainer classes read from the batch TRL's generation returns (`output[...]`, `inputs[...]`,
-    `batch[...]`, `inputs.get(...)`), less trl-lite's own `lite_*` keys, are the contract's output keys. The prompt
+    `batch[...]`, `inputs.get(...)`, `output.get(...)`), less trl-lite's own `lite_*` keys, are the contract's output keys. The prompt
     keys are relied on by name, not read: `select_groups` pads every `prompt*` tensor on the left."""
     read = set()
     for cls in _trainer_classes():
@@ -134,7 +134,7 @@ def test_contract_lists_the_batch_keys_read():
                     "output", "inputs", "batch", "first"):
                 read.add(node.slice.value)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and (
-                    isinstance(node.func.value, ast.Name) and node.func.value.id == "inputs"):
+                    isinstance(node.func.value, ast.Name) and node.func.value.id in ("inputs", "output")):
                 read.add(node.args[0].value)
     read = {key for key in read if not key.startswith("lite_")}
     listed = {a.name for a in CONTRACT if a.kind in ("output", "optional output")}
@@ -245,7 +245,7 @@ _WRONG = {  # a value of the wrong kind for each checked attribute
     "_tokenizer": object(), "eos_token_ids": [None], "num_generations": 4.0, "num_generations_eval": "4",
     "max_completion_length": None, "reward_funcs": (), "reward_func_names": None, "reward_weights": [1.0],
     "multi_objective_aggregation": "sum", "loss_type": None, "beta": None, "importance_sampling_level": "seq",
-    "epsilon_low": "0.2", "epsilon_high": None, "callback_handler": object(), "num_iterations": 1.0,
+    "epsilon_low": "0.2", "epsilon_high": None, "callback_handler": object(), "num_iterations": 1.0, "use_vllm": "no",
 }
 
 

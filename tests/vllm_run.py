@@ -6,12 +6,16 @@ LitePPOTrainer with `use_vllm=True, vllm_mode="colocate"` through TRL's real `VL
 
 Scenarios: `colocate` (plain), `sleep` (sleep mode), `overlong` (overlong filter, short completions), `dynamic`
 (dynamic sampling), `exact` (the stand-in replays fixed completions; the same training without vLLM replays them
-through a `rollout_func`; both aggregations). Rank 0 writes OUT_DIR/result.json with what the probe saw.
+through a `rollout_func`; both aggregations), `alarm` and `alarm_sleep` (the stale-weight alarm, without and with
+sleep mode: `ALARM_STEPS` steps, `on_sync_mismatch=ALARM_MODE`; the stand-in's `VLLM_STANDIN_FAULT` and
+`VLLM_STANDIN_DTYPE` pick the engine), `seed` (one generation with `seed=SEED`: the completions each process sampled).
+Rank 0 writes OUT_DIR/result.json with what the probe saw.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 
@@ -107,6 +111,48 @@ def run(model_dir, out, scenario, backend="ddp"):
                      "llm_seed": trainer.vllm_generation.llm.seed}
 
 
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def run_alarm(model_dir, out, scenario, backend="ddp"):
+    """The stale-weight alarm over `ALARM_STEPS` steps: the gap logged per step, the warnings, the error if any."""
+    records = _Records()
+    logging.getLogger("trl_lite.sync_check").addHandler(records)
+    steps = int(os.environ.get("ALARM_STEPS", "20"))
+    args = _settings(out, scenario, backend, max_steps=steps, on_sync_mismatch=os.environ.get("ALARM_MODE", "warn"),
+                     vllm_enable_sleep_mode=scenario == "alarm_sleep")
+    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset())
+    error = None
+    try:
+        trainer.train()
+    except RuntimeError as exc:
+        if "stale" not in str(exc):
+            raise
+        error = str(exc)
+    logs = [row for row in trainer.state.log_history if "sampling/sync_logp_gap" in row]
+    pending = trainer._metrics["train"].get("sampling/sync_logp_gap", [])  # logged at the step that raised: not yet
+    return trainer, {"gaps": [row["sampling/sync_logp_gap"] for row in logs] + list(pending[-1:] if error else []),
+                     "warnings": gather_object([records.messages]), "error": error,
+                     "steps": trainer.state.global_step, "world": trainer.accelerator.num_processes}
+
+
+def run_seed(model_dir, out, backend="ddp"):
+    """One generation with `seed=SEED` (no training): the completions and request seeds of each process."""
+    args = _settings(out, "colocate", backend, max_steps=1, learning_rate=0.0, seed=int(os.environ["SEED"]))
+    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset())
+    trainer.train()
+    llm = trainer.vllm_generation.llm
+    completions = [[list(o.token_ids) for o in request.outputs] for request in llm.last_outputs]
+    return trainer, {"completions": gather_object([completions]), "request_seeds": gather_object([llm.request_seeds]),
+                     "world": trainer.accelerator.num_processes}
+
+
 def replay_rollout(prompts, trainer) -> dict:
     """The stand-in's replayed completions without vLLM: prompts tokenized as TRL does for plain text, completions
     from the same `replay_tokens`, log-probs unused (no importance sampling without vLLM)."""
@@ -157,6 +203,10 @@ def main(model_dir, out, scenario, backend="ddp"):
     if scenario == "exact":
         result = run_exact(model_dir, out)
         is_main = True
+    elif scenario in ("alarm", "alarm_sleep", "seed"):
+        trainer, result = run_seed(model_dir, out, backend) if scenario == "seed" else run_alarm(
+            model_dir, out, scenario, backend)
+        is_main = trainer.accelerator.is_main_process
     else:
         trainer, result = run(model_dir, out, scenario, backend)
         is_main = trainer.accelerator.is_main_process

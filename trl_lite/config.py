@@ -9,6 +9,7 @@ from trl import GRPOConfig
 from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, AUTO_STD_KEEP
 from .aggregation import AGGREGATIONS, OBJECTIVE_LOSS_TYPES, TRL_LOSS_TYPE_TO_AGGREGATION
 from .recipes import recipe_settings
+from .sync_check import ON_SYNC_MISMATCH, SYNC_MISMATCH_THRESHOLD
 from .trl_contract import DIFFERENCES_URL, check_trl
 
 logger = logging.get_logger(__name__)
@@ -110,6 +111,20 @@ class LitePPOConfig(GRPOConfig):
             Seconds an async reward function may take on one batch (TRL waits forever); past it, the call is
             cancelled and counts as a fault (see `on_reward_error`). A synchronous reward function cannot be
             interrupted from the outside and must enforce its own limit, as `math_accuracy` does per check.
+        on_sync_mismatch (`str`, *optional*, defaults to `"warn"`):
+            With vLLM: what a stale-weight alarm does. On the first generation batch after each weight sync, the
+            log-probs vLLM reported for the tokens it sampled are compared with the trainer's for the same tokens
+            (the forward TRL already runs for importance sampling, or one extra forward without it), and the mean
+            absolute gap per token is logged as `sampling/sync_logp_gap`. Above `sync_mismatch_threshold`: `"warn"`
+            logs one warning (once per run) naming the likely causes (sleep mode, a LoRA merge, a ZeRO-3 gather);
+            `"raise"` stops the run with that message; `"ignore"` only logs the gap (and skips the extra forward).
+        sync_mismatch_threshold (`float`, *optional*, defaults to `0.01`):
+            The gap (nats per token) above which `on_sync_mismatch` acts. The default is set from the CPU vLLM
+            stand-in: 15x above the noise of its bf16 model copy (7e-4 at most over 20 steps), and below the gap of
+            an engine left one step behind on the tiny test model (0.019); see `trl_lite.sync_check`. vLLM's real
+            bf16 kernels on a GPU have not been measured here (`scripts/gpu_check.py` records them): on a fresh run
+            the first sync's gap is that noise (the weights are identical there), and the warning quotes it.
+            `top_p`/`top_k` < 1 widen the gap (vLLM reports log-probs after them, the trainer before).
         recipe (`str`, *optional*):
             Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card. Setting it
             does not apply the recipe: use [`LitePPOConfig.from_recipe`] or `--recipe` on the command line.
@@ -211,6 +226,17 @@ class LitePPOConfig(GRPOConfig):
         metadata={"help": "Seconds an async reward function may take on one batch; past it the call counts as a "
                           "fault. Synchronous reward functions must enforce their own limit."},
     )
+    on_sync_mismatch: str = field(
+        default="warn",
+        metadata={"help": "With vLLM, when the log-prob gap after a weight sync (sampling/sync_logp_gap) exceeds "
+                          "sync_mismatch_threshold: 'warn' once, 'raise', or 'ignore'.",
+                  "choices": list(ON_SYNC_MISMATCH)},
+    )
+    sync_mismatch_threshold: float = field(
+        default=SYNC_MISMATCH_THRESHOLD,
+        metadata={"help": "Mean absolute log-prob gap per token (nats) between vLLM and the trainer after a weight "
+                          "sync above which on_sync_mismatch acts."},
+    )
     recipe: str | None = field(
         default=None,
         metadata={"help": "Name of the recipe these settings come from, recorded in the model card."},
@@ -304,6 +330,15 @@ class LitePPOConfig(GRPOConfig):
         if self.reward_timeout is not None and (not _is_number(self.reward_timeout) or self.reward_timeout <= 0):
             raise ValueError(
                 f"reward_timeout={self.reward_timeout!r} is not supported; expected a number of seconds > 0, or None."
+            )
+        if self.on_sync_mismatch not in ON_SYNC_MISMATCH:
+            raise ValueError(
+                f"on_sync_mismatch={self.on_sync_mismatch!r} is not supported; expected one of {list(ON_SYNC_MISMATCH)}."
+            )
+        if not _is_number(self.sync_mismatch_threshold) or not self.sync_mismatch_threshold > 0:
+            raise ValueError(
+                f"sync_mismatch_threshold={self.sync_mismatch_threshold!r} is not supported; expected a number > 0 "
+                "(nats per token)."
             )
 
         if self.bf16 is None and not self.fp16 and not _bf16_supported(self.use_cpu):

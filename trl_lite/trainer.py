@@ -4,6 +4,7 @@ import copy
 import textwrap
 
 import torch
+from accelerate.utils import set_seed
 from datasets import IterableDataset
 from trl import GRPOConfig, GRPOTrainer
 
@@ -16,6 +17,7 @@ from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401 
 from .hub import ModelCardMixin
 from .reward_faults import RewardFaultsMixin
 from .rewards import soft_overlong_punishment
+from .sync_check import SyncCheckMixin
 from .trl_contract import (
     adapt,
     check_buffer,
@@ -34,7 +36,8 @@ _TOKEN_SUM_LOSS_TYPES = ("dapo", "cispo", "vespo")
 
 
 class LitePPOTrainer(
-    ModelCardMixin, ExactResumeMixin, RewardFaultsMixin, DiagnosticsMixin, DynamicSamplingMixin, GRPOTrainer
+    ModelCardMixin, ExactResumeMixin, RewardFaultsMixin, DiagnosticsMixin, DynamicSamplingMixin, SyncCheckMixin,
+    GRPOTrainer
 ):
     r"""
     Trainer for Lite PPO ("Tricks or Traps? A Deep Dive into RL for LLM Reasoning",
@@ -153,6 +156,13 @@ class LitePPOTrainer(
             callbacks=callbacks, optimizers=optimizers, quantization_config=quantization_config,
             peft_config=peft_config, tools=tools, rollout_func=rollout_func, environment_factory=environment_factory,
         )
+        if self.use_vllm and args.vllm_mode == "colocate":
+            # vLLM's worker runs in this process and reseeded Python's, NumPy's and torch's generators with the engine
+            # seed (the process index, whatever `seed` is) when it started; it draws each request's sampling seed
+            # from NumPy's. TRL seeded them with `set_seed(seed, device_specific=True)` just before building the
+            # engine: restoring that makes `seed` decide the sampling, different on each process (seed + process
+            # index), and checkpointed with the RNG states, so a resume continues the same samples.
+            set_seed(args.seed, device_specific=True)
         # The aggregation is carried by per-sequence weights (see `_set_loss_weights`). The clipped PPO objective runs
         # through TRL's token-sum branch; cispo, sapo and vespo keep their own objective and branch.
         self.loss_type = args.loss_type if args.loss_type in OBJECTIVE_LOSS_TYPES else "dapo"
@@ -237,6 +247,7 @@ class LitePPOTrainer(
         output = super()._generate_and_score_completions(inputs)
         self._check_once(check_output_keys, output, kl=self.beta != 0.0)
         mode = "train" if self.model.training else "eval"
+        self._check_weight_sync(output, mode)  # the stale-weight alarm (trl_lite/sync_check.py), before any masking
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         device = self.accelerator.device
 

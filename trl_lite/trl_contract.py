@@ -255,6 +255,10 @@ CONTRACT: tuple[Assumption, ...] = (
                verified_by="tests/test_diagnostics.py"),
     Assumption("epsilon_high", "attribute", _GRPO, "the upper clip bound of the PPO ratio (clip-higher)",
                check=_is_number, verified_by="tests/test_diagnostics.py"),
+    Assumption("use_vllm", "attribute", _GRPO,
+               "whether vLLM generates (`args.use_vllm`); TRL then pushes the weights to vLLM at the first generation "
+               "of each new global step, before generating (the stale-weight alarm checks that generation)",
+               check=_one_of(True, False), verified_by="tests/test_sync_alarm.py, tests/test_vllm_seeds.py"),
     Assumption("callback_handler", "attribute", _TRAINER, "`callback_handler.callbacks`: the trainer's callbacks",
                check=_has_callbacks, verified_by="tests/test_diagnostics.py"),
     Assumption("hub_model_id", "attribute", _TRAINER,
@@ -289,6 +293,10 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("old_per_token_logps", "optional output", _GRPO,
                "(B, T) the sampling policy's log-probs; absent when the batch is trained on at once, on-policy (the "
                "PPO ratio is then 1, as TRL computes it)", verified_by="tests/test_diagnostics.py"),
+    Assumption("sampling_per_token_logps", "optional output", _GRPO,
+               "(B, T) with vLLM: the log-probs vLLM reported for the tokens it sampled (NaN where it could not score "
+               "one), processed as sampled (temperature); the stale-weight alarm compares them with "
+               "`old_per_token_logps`", verified_by="tests/test_sync_alarm.py"),
     Assumption("tool_mask", "optional output", _GRPO,
                "(B, T) 0 on tool-output tokens; present with tools, and then part of the loss mask",
                verified_by="tests/test_aggregation.py"),
@@ -324,6 +332,8 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
         ("temperature", "the sampling temperature, on the model card"),
         ("top_p", "the nucleus sampling bound, on the model card"),
         ("learning_rate", "on the model card (GRPOConfig's default, 1e-6, is not transformers')"),
+        ("vllm_mode", "'colocate' builds the vLLM engine in this process (its worker reseeds the process-wide "
+                      "generators when it starts) or 'server'"),
         ("bf16", "unset is None until GRPOConfig.__post_init__ turns it on; LitePPOConfig resolves it first"),
     )
 )

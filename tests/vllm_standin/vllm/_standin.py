@@ -3,7 +3,16 @@
 vLLM behaviours copied (vLLM 0.31 sources named per item):
 
 - `LLM(...)` takes the keywords TRL passes (`vllm/entrypoints/llm.py`, `vllm/engine/arg_utils.py`); colocate needs
-  `distributed_executor_backend="external_launcher"`; `seed` seeds the engine's sampler once, at start.
+  `distributed_executor_backend="external_launcher"`.
+- Seeding, as vLLM 0.31 does it with the external launcher (the worker lives in the trainer's process): when the engine
+  starts, its worker reseeds the process-wide Python, NumPy and torch generators with `seed`
+  (`vllm/v1/worker/gpu_worker.py` calls `set_random_seed` of `vllm/utils/torch_utils.py`; `docs/usage/reproducibility.md`
+  "Locality of random state"); a request without `SamplingParams.seed` gets its sampling seed from the global NumPy
+  generator when it is added (`vllm/v1/worker/gpu/sample/states.py: add_request`), and its tokens are drawn with a
+  generator seeded with it. (Later vLLM sources draw that seed from a private `np.random.default_rng()` instead.)
+- dtype: `VLLM_STANDIN_DTYPE=bfloat16` keeps the engine's model copy in bf16, as vLLM runs a float32 checkpoint on a
+  GPU (`vllm/config/model.py`: `dtype="auto"`); the logits are then processed in float32 as above. Default: the
+  checkpoint's dtype.
 - `generate(prompts, sampling_params=, use_tqdm=)` with `{"prompt_token_ids": ids}` prompts returns one
   `RequestOutput` per prompt with `n` `CompletionOutput`s (`vllm/outputs.py`). A sequence that samples EOS (the
   tokenizer's and the generation config's EOS ids, unless `ignore_eos`) is finished with `finish_reason="stop"` and
@@ -25,6 +34,14 @@ vLLM behaviours copied (vLLM 0.31 sources named per item):
 - Weight sync: `llm_engine.model_executor.driver_worker.model_runner.model.load_weights([(name, tensor)])` takes
   Hugging Face parameter names; an unknown name raises (vLLM's loaders raise `KeyError` too). `reset_prefix_cache`.
 
+Faults, for the stale-weight alarm's tests (`VLLM_STANDIN_FAULT`):
+
+- `stale_load`: `load_weights` reports the names as loaded and keeps the old weights (a sync that silently does
+  nothing);
+- `base_after_sleep`: waking the KV cache after a level-2 sleep puts the checkpoint's weights back, overwriting the
+  synced ones (a wake-up that reloads the initial checkpoint, as vLLM's `reload_weights` would), so every generation
+  after the first sleep samples from the base model.
+
 What it records for the tests: `events` (`("sync", names loaded)` at the `reset_prefix_cache` that follows loads,
 `("generate", num_prompts)`, `("sleep", level)`, `("wake_up", tags)`), `loaded` (parameter names loaded since the last
 level-2 sleep), `generation_weights` (a copy of the weights the last `generate` used) and `last_outputs`.
@@ -33,7 +50,9 @@ level-2 sleep), `generation_weights` (a copy of the weights the last `generate` 
 from __future__ import annotations
 
 import os
+import random
 
+import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -42,6 +61,15 @@ from .outputs import CompletionOutput, RequestOutput
 from .sampling_params import SamplingParams
 
 _LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
+_FAULTS = ("", "stale_load", "base_after_sleep")
+_NP_INT64_MIN, _NP_INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def set_random_seed(seed: int) -> None:
+    """vLLM's `set_random_seed` (`vllm/utils/torch_utils.py`): the process-wide generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 class _Loader:
@@ -60,8 +88,9 @@ class _Loader:
         for name, tensor in weights:
             if name not in params:
                 raise KeyError(f"vLLM stand-in: no parameter {name!r} in the model (expected Hugging Face names)")
-            with torch.no_grad():
-                params[name].copy_(tensor.detach().to(params[name].dtype))
+            if llm.fault != "stale_load":
+                with torch.no_grad():
+                    params[name].copy_(tensor.detach().to(params[name].dtype))
             loaded.append(name)
         llm.loaded.update(loaded)
         llm.pending_sync = True
@@ -90,14 +119,20 @@ class LLM:
             raise ValueError(f"logprobs_mode={logprobs_mode!r}; expected one of {_LOGPROBS_MODES}")
         if not 0 < gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization={gpu_memory_utilization!r}; expected a fraction in (0, 1]")
-        self.model = _load_unsharded(model, trust_remote_code)
+        self.fault = os.environ.get("VLLM_STANDIN_FAULT", "")
+        if self.fault not in _FAULTS:
+            raise ValueError(f"VLLM_STANDIN_FAULT={self.fault!r}; expected one of {_FAULTS}")
+        self.dtype = os.environ.get("VLLM_STANDIN_DTYPE") or None
+        self.model = _load_unsharded(model, trust_remote_code, self.dtype)
         self.model.eval()
+        self.checkpoint = model
         self.tokenizer = AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
         self.logprobs_mode = logprobs_mode
         self.enable_sleep_mode = enable_sleep_mode
         self.max_num_seqs = max_num_seqs
         self.seed = seed
-        self.generator = torch.Generator().manual_seed(seed)  # the engine's sampler, seeded once at start
+        set_random_seed(seed)  # the worker, at start: process-wide
+        self.request_seeds: list[int] = []  # each request's sampling seed, in order
         max_len = max_model_len or self.model.config.max_position_embeddings
         self.llm_engine = _Namespace(
             model_config=_Namespace(max_model_len=max_len),
@@ -108,6 +143,7 @@ class LLM:
         self.eos_token_ids = set(eos) | ({self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None
                                          else set())
         self.asleep: set[str] = set()
+        self.slept_level = 0
         self.loaded: set[str] = set()
         self.pending_sync = False
         self.events: list[tuple] = []
@@ -122,6 +158,7 @@ class LLM:
         if level not in (1, 2):
             raise ValueError(f"sleep level must be 1 or 2, got {level}")
         self.asleep = {"weights", "kv_cache"}
+        self.slept_level = level
         if level == 2:  # the weights are discarded, not offloaded
             with torch.no_grad():
                 for param in self.model.parameters():
@@ -134,6 +171,11 @@ class LLM:
             raise RuntimeError("Sleep mode is not enabled (LLM(enable_sleep_mode=True))")
         self.asleep -= set(tags or ["weights", "kv_cache"])
         self.events.append(("wake_up", tuple(tags or ())))
+        if self.fault == "base_after_sleep" and self.slept_level == 2 and not self.asleep:
+            base = _load_unsharded(self.checkpoint, False, self.dtype)
+            with torch.no_grad():
+                for param, value in zip(self.model.parameters(), base.parameters()):
+                    param.copy_(value)
 
     def reset_prefix_cache(self) -> bool:
         if self.pending_sync:  # TRL resets the prefix cache after loading new weights: one sync
@@ -161,17 +203,23 @@ class LLM:
             if not isinstance(prompt, dict) or "prompt_token_ids" not in prompt:
                 raise TypeError("the stand-in takes TokensPrompt dicts {'prompt_token_ids': [...]}, as TRL passes")
             ids = list(prompt["prompt_token_ids"])
+            seed = params.seed
+            if seed is None:  # vLLM 0.31's SamplingStates.add_request: drawn from the global NumPy generator
+                seed = int(np.random.randint(_NP_INT64_MIN, _NP_INT64_MAX, dtype=np.int64))
+            self.request_seeds.append(seed)
+            generator = torch.Generator().manual_seed(seed & 0xFFFF_FFFF_FFFF_FFFF)
             completions = []
             for index in range(params.n):
                 occurrence = seen.get(tuple(ids), 0)
                 seen[tuple(ids)] = occurrence + 1
-                completions.append(self._complete(ids, params, index, occurrence))
+                completions.append(self._complete(ids, params, index, occurrence, generator))
             outputs.append(RequestOutput(str(request_id), None, ids, None, completions, True))
         self.last_outputs = outputs
         return outputs
 
     @torch.no_grad()
-    def _complete(self, prompt_ids: list[int], params: SamplingParams, index: int, occurrence: int):
+    def _complete(self, prompt_ids: list[int], params: SamplingParams, index: int, occurrence: int,
+                  generator: torch.Generator):
         max_tokens = params.max_tokens or 16
         forced = replay_tokens(prompt_ids, occurrence, self.tokenizer, max_tokens) if self.replay else None
         device = next(self.model.parameters()).device
@@ -186,7 +234,7 @@ class LLM:
             elif params.temperature < 1e-5:
                 token = int(processed.argmax())
             else:
-                token = int(torch.multinomial(torch.softmax(processed, dim=-1), 1, generator=self.generator))
+                token = int(torch.multinomial(torch.softmax(processed, dim=-1), 1, generator=generator))
             tokens.append(token)
             value = float(token_logprobs[token])
             cumulative += value
@@ -242,7 +290,7 @@ class LLM:
         return result
 
 
-def _load_unsharded(path: str, trust_remote_code: bool):
+def _load_unsharded(path: str, trust_remote_code: bool, dtype: str | None = None):
     """The model, whole: vLLM loads its own copy, never through transformers' DeepSpeed ZeRO-3 hooks (which would
     partition it when the trainer runs under ZeRO-3)."""
     from transformers.integrations import deepspeed
@@ -250,7 +298,7 @@ def _load_unsharded(path: str, trust_remote_code: bool):
     ref = deepspeed._hf_deepspeed_config_weak_ref
     deepspeed._hf_deepspeed_config_weak_ref = None
     try:
-        return AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
+        return AutoModelForCausalLM.from_pretrained(path, dtype=dtype or "auto", trust_remote_code=trust_remote_code)
     finally:
         deepspeed._hf_deepspeed_config_weak_ref = ref
 
