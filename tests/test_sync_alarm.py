@@ -92,7 +92,8 @@ NOISE = {"": 1e-6, "bfloat16": SYNC_MISMATCH_THRESHOLD / 10}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("dtype", "processes", "sleep"), [("", 1, False), ("bfloat16", 1, True), ("bfloat16", 2, False)])
+@pytest.mark.parametrize(("dtype", "processes", "sleep"),
+                         [("", 1, False), ("bfloat16", 1, True), ("bfloat16", 2, False)])
 def test_a_correct_engine_never_trips_it_over_20_steps(tiny_model_dir, tmp_path, dtype, processes, sleep):
     result = _alarm(tiny_model_dir, tmp_path, dtype=dtype, steps=20, processes=processes, sleep=sleep)
     assert result["steps"] == 20 and len(result["gaps"]) == 20  # one gap per step (one sync per step)

@@ -31,8 +31,16 @@ from accelerate.utils import gather_object  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from tests.dist_run import ZERO3  # noqa: E402
-from tests.tiny import GROUP, prompt_dataset, reward_digit_count, snapshot, train_args  # noqa: E402
-from tests.tiny import leave_process_group, uniform_or_mixed, uniform_or_mixed_dataset  # noqa: E402
+from tests.tiny import (  # noqa: E402  # noqa: E402
+    GROUP,
+    leave_process_group,
+    prompt_dataset,
+    reward_digit_count,
+    snapshot,
+    train_args,
+    uniform_or_mixed,
+    uniform_or_mixed_dataset,
+)
 from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
 
 assert getattr(vllm, "STANDIN", False), "tests/vllm_run.py must run on the test stand-in, not on a real vLLM"
@@ -127,7 +135,8 @@ def run_alarm(model_dir, out, scenario, backend="ddp"):
     steps = int(os.environ.get("ALARM_STEPS", "20"))
     args = _settings(out, scenario, backend, max_steps=steps, on_sync_mismatch=os.environ.get("ALARM_MODE", "warn"),
                      vllm_enable_sleep_mode=scenario == "alarm_sleep")
-    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset())
+    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
+                             train_dataset=prompt_dataset())
     error = None
     try:
         trainer.train()
@@ -145,7 +154,8 @@ def run_alarm(model_dir, out, scenario, backend="ddp"):
 def run_seed(model_dir, out, backend="ddp"):
     """One generation with `seed=SEED` (no training): the completions and request seeds of each process."""
     args = _settings(out, "colocate", backend, max_steps=1, learning_rate=0.0, seed=int(os.environ["SEED"]))
-    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset())
+    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
+                             train_dataset=prompt_dataset())
     trainer.train()
     llm = trainer.vllm_generation.llm
     completions = [[list(o.token_ids) for o in request.outputs] for request in llm.last_outputs]

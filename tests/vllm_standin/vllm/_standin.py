@@ -4,12 +4,12 @@ vLLM behaviours copied (vLLM 0.31 sources named per item):
 
 - `LLM(...)` takes the keywords TRL passes (`vllm/entrypoints/llm.py`, `vllm/engine/arg_utils.py`); colocate needs
   `distributed_executor_backend="external_launcher"`.
-- Seeding, as vLLM 0.31 does it with the external launcher (the worker lives in the trainer's process): when the engine
-  starts, its worker reseeds the process-wide Python, NumPy and torch generators with `seed`
-  (`vllm/v1/worker/gpu_worker.py` calls `set_random_seed` of `vllm/utils/torch_utils.py`; `docs/usage/reproducibility.md`
-  "Locality of random state"); a request without `SamplingParams.seed` gets its sampling seed from the global NumPy
-  generator when it is added (`vllm/v1/worker/gpu/sample/states.py: add_request`), and its tokens are drawn with a
-  generator seeded with it. (Later vLLM sources draw that seed from a private `np.random.default_rng()` instead.)
+- Seeding, as vLLM 0.31 does it with the external launcher (the worker lives in the trainer's process): when the
+  engine starts, its worker reseeds the process-wide Python, NumPy and torch generators with `seed`
+  (`vllm/v1/worker/gpu_worker.py` calls `set_random_seed` of `vllm/utils/torch_utils.py`;
+  `docs/usage/reproducibility.md`, "Locality of random state"); a request without `SamplingParams.seed` gets its
+  sampling seed from the global NumPy generator when it is added (`vllm/v1/worker/gpu/sample/states.py:
+  add_request`), and its tokens are drawn with a generator seeded with it. (Later vLLM sources draw that seed from a private `np.random.default_rng()` instead.)
 - dtype: `VLLM_STANDIN_DTYPE=bfloat16` keeps the engine's model copy in bf16, as vLLM runs a float32 checkpoint on a
   GPU (`vllm/config/model.py`: `dtype="auto"`); the logits are then processed in float32 as above. Default: the
   checkpoint's dtype.
