@@ -14,7 +14,7 @@ defaults, recipes, resume and launching.
 
 import sys
 
-from trl_lite.train import main, parse_cli
+from trl_lite.train import run
 
 if __name__ == "__main__":
-    main(*parse_cli(sys.argv[1:]))
+    run(sys.argv[1:])

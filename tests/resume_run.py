@@ -57,6 +57,11 @@ SETTINGS = {
                     logging_steps=2, max_steps=6), reward_digit_count, lambda: prompt_dataset(), 3),
     "dapo": ({**recipe_settings("dapo"), "steps_per_generation": 2, "logging_steps": 2}, uniform_or_mixed,
              lambda: uniform_or_mixed_dataset(6, 6), 1),
+    # vLLM colocate through the test stand-in (tests/vllm_standin on PYTHONPATH; tests/test_vllm_seeds.py): its
+    # per-request sampling seeds come from NumPy's global generator, which the checkpoint's RNG states restore;
+    # resumed mid-cycle and at a cycle boundary
+    "vllm": (dict(use_vllm=True, vllm_mode="colocate", steps_per_generation=2, max_steps=5), reward_digit_count,
+             lambda: prompt_dataset(), 1),
 }
 # Logged values that measure the wall clock, or (transformers) average the loss over the steps since the last log:
 # after a resume that window starts at the resume step.

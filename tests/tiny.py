@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import string
 
 import torch
@@ -12,6 +11,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from trl_lite import LitePPOTrainer
 from trl_lite.tasks.char_tokenizer import char_tokenizer
+from trl_lite.teardown import finish
 
 CHARS = string.digits + "+-=? abc"
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}={% endif %}"
@@ -47,11 +47,10 @@ def build_tiny_model(path, seed: int = 0) -> str:
 
 
 def leave_process_group() -> None:
-    """End of a torchrun script: leave the process group while the interpreter is whole (as trl_lite/train.py
-    does), since gloo's worker threads left to interpreter teardown can abort a finished process with SIGABRT
-    ("terminate called without an active exception", pytorch/pytorch#179291)."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+    """End of a torchrun script: leave the process group and end the process without interpreter teardown, as the main
+    job does (`trl_lite.teardown.finish`: gloo's threads outlive `destroy_process_group()` once DDP has run, and a
+    finished process could abort with SIGABRT at teardown). Returns on a single process."""
+    finish(0)
 
 
 def prompt_dataset(num_prompts: int = 8, conversational: bool = False) -> Dataset:

@@ -8,7 +8,7 @@ Scenarios: `colocate` (plain), `sleep` (sleep mode), `overlong` (overlong filter
 (dynamic sampling), `exact` (the stand-in replays fixed completions; the same training without vLLM replays them
 through a `rollout_func`; both aggregations), `alarm` and `alarm_sleep` (the stale-weight alarm, without and with
 sleep mode: `ALARM_STEPS` steps, `on_sync_mismatch=ALARM_MODE`; the stand-in's `VLLM_STANDIN_FAULT` and
-`VLLM_STANDIN_DTYPE` pick the engine), `seed` (one generation with `seed=SEED`: the completions each process sampled).
+`VLLM_STANDIN_DTYPE` pick the engine), `seed` (one generation per seed of `SEED=42,43,...`: the completions each process sampled).
 Rank 0 writes OUT_DIR/result.json with what the probe saw.
 """
 
@@ -152,15 +152,19 @@ def run_alarm(model_dir, out, scenario, backend="ddp"):
 
 
 def run_seed(model_dir, out, backend="ddp"):
-    """One generation with `seed=SEED` (no training): the completions and request seeds of each process."""
-    args = _settings(out, "colocate", backend, max_steps=1, learning_rate=0.0, seed=int(os.environ["SEED"]))
-    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
-                             train_dataset=prompt_dataset())
-    trainer.train()
-    llm = trainer.vllm_generation.llm
-    completions = [[list(o.token_ids) for o in request.outputs] for request in llm.last_outputs]
-    return trainer, {"completions": gather_object([completions]), "request_seeds": gather_object([llm.request_seeds]),
-                     "world": trainer.accelerator.num_processes}
+    """One generation per seed of `SEED` (comma-separated; no training), one trainer after the other in this process:
+    the completions and request seeds of each process, per seed."""
+    runs = []
+    for seed in os.environ["SEED"].split(","):
+        args = _settings(os.path.join(out, seed), "colocate", backend, max_steps=1, learning_rate=0.0, seed=int(seed))
+        trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
+                                 train_dataset=prompt_dataset())
+        trainer.train()
+        llm = trainer.vllm_generation.llm
+        completions = [[list(o.token_ids) for o in request.outputs] for request in llm.last_outputs]
+        runs.append({"seed": int(seed), "completions": gather_object([completions]),
+                     "request_seeds": gather_object([llm.request_seeds])})
+    return trainer, {"runs": runs, "world": trainer.accelerator.num_processes}
 
 
 def replay_rollout(prompts, trainer) -> dict:

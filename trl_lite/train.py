@@ -69,6 +69,7 @@ from .recipes import apply_recipe_defaults, flag_value
 from .rewards import REWARDS
 from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
 from .tasks.sumk import sumk_dataset, sumk_policy_path
+from .teardown import exit_cleanly
 from .trainer import LitePPOTrainer
 
 PROG = "trl-lite train"
@@ -307,7 +308,8 @@ def cli(argv: list[str] | None = None) -> None:
     except ValueError as err:
         sys.exit(f"{PROG}: error: {err}")
     if not accel:
-        main(*parsed)
+        with exit_cleanly():  # several processes (e.g. `torchrun -m trl_lite.cli train`): no interpreter teardown
+            main(*parsed)
         return
     from accelerate.commands.launch import launch_command, launch_command_parser
 
@@ -478,13 +480,20 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
             trainer.push_to_hub(dataset_name=datasets)  # saves the model and its card locally first
         except HubPushError as err:
             failed = err
-    # Every process leaves its process group before the interpreter exits: left to interpreter teardown, gloo's worker
-    # threads can abort a finished run with SIGABRT (pytorch/pytorch#179291). A no-op on one process.
+    # Every process leaves its process group (a no-op on one process); the entry points then end the process without
+    # interpreter teardown (trl_lite/teardown.py)
     trainer.accelerator.end_training()
     if failed is not None:
         print(failed, file=sys.stderr)
         sys.exit(1)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """`python -m trl_lite.train` and `examples/train_lite.py`: parses the command line and runs the main job; a
+    process of a multi-process run then ends without interpreter teardown (`trl_lite.teardown.exit_cleanly`)."""
+    with exit_cleanly():
+        main(*parse_cli(list(sys.argv[1:] if argv is None else argv)))
+
+
 if __name__ == "__main__":  # `accelerate launch -m trl_lite.train ...`, as `trl-lite train --accelerate_config` does
-    main(*parse_cli(sys.argv[1:]))
+    run()

@@ -1,0 +1,79 @@
+"""The end of a multi-process run: leave the process group and end the process without interpreter teardown.
+
+A finished multi-process run could die with SIGABRT ("terminate called without an active exception") after its last
+step, which a job scheduler reports as a failed job. The cause: `DistributedDataParallel`'s reducer keeps its process
+group alive after `destroy_process_group()` (torch 2.13, gloo: one DDP backward pass is enough; DeepSpeed's ZeRO-3
+groups likewise), so gloo's worker threads (`pt_gloo_runloop`, `gloo_tcp_loop`) are still running when the interpreter
+tears down and C++ static destructors run under them. `tests/test_teardown.py` shows the threads outliving
+`destroy_process_group()`.
+
+[`exit_cleanly`] ends such a process the way it would end anyway, minus that teardown: the process group is destroyed,
+`atexit` handlers run (logging, trackers), standard streams are flushed, and the process exits with `os._exit` and
+the status it would have had (0; 1 after an exception, whose traceback is printed; `sys.exit`'s code). On one process
+it does nothing: the interpreter ends as usual.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import traceback
+
+
+def in_process_group() -> bool:
+    """Whether this process is part of an initialized `torch.distributed` process group."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def multi_process() -> bool:
+    """Whether this process belongs to a multi-process run: a process group is up, or a launcher (torchrun, accelerate,
+    DeepSpeed) started several processes (`WORLD_SIZE` > 1; the group may already have been left, as
+    `Accelerator.end_training` does)."""
+    return in_process_group() or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+
+
+def finish(status: int = 0) -> None:
+    """Ends this process of a multi-process run with `status` (see the module docstring); returns at once on a single
+    process."""
+    if not multi_process():
+        return
+    if in_process_group():
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    atexit._run_exitfuncs()  # what the interpreter would run before its teardown
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
+@contextlib.contextmanager
+def exit_cleanly():
+    """Runs the block, then [`finish`]es the process with the block's exit status when it is part of a process group.
+
+    An exception is printed as the interpreter would print it (status 1); `sys.exit(code)` keeps its code (a message is
+    printed to stderr, status 1). On one process the block's outcome propagates unchanged.
+    """
+    status = 0
+    try:
+        yield
+    except SystemExit as exit_:
+        if not multi_process():
+            raise
+        code = exit_.code
+        if code is None or isinstance(code, int):
+            status = code or 0
+        else:
+            print(code, file=sys.stderr)
+            status = 1
+    except BaseException:
+        if not multi_process():
+            raise
+        traceback.print_exc()
+        status = 1
+    finish(status)
