@@ -25,8 +25,11 @@ from tests.test_multiprocess import torchrun  # noqa: E402
 def run(setting: str, processes: int, model_dir: str, work: str) -> dict:
     out = os.path.join(work, f"{setting}-{processes}")
     script = os.path.join(ROOT, "tests", "resume_run.py")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([*([sys.executable] if processes == 1 else torchrun(processes)), script, model_dir, out, setting], env=env, capture_output=True, text=True)
+    # the "vllm" setting generates through the test-only vLLM stand-in (tests/vllm_standin)
+    path = [ROOT, os.path.join(ROOT, "tests", "vllm_standin")] if setting == "vllm" else [ROOT]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1"}
+    launcher = [sys.executable] if processes == 1 else torchrun(processes)
+    done = subprocess.run([*launcher, script, model_dir, out, setting], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{setting} on {processes} process(es) failed:\n{done.stderr[-3000:]}")
     with open(os.path.join(out, "result.json")) as f:

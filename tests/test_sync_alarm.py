@@ -66,57 +66,73 @@ def test_defaults():
     assert (args.on_sync_mismatch, args.sync_mismatch_threshold) == ("warn", SYNC_MISMATCH_THRESHOLD) == ("warn", 0.01)
 
 
-def _alarm(model_dir, out, fault="", dtype="", steps=3, mode="warn", processes=1, sleep=False):
-    script = os.path.join(ROOT, "tests", "vllm_run.py")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, STANDIN]), "OMP_NUM_THREADS": "1",
-           "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "VLLM_STANDIN_FAULT": fault,
-           "VLLM_STANDIN_DTYPE": dtype, "ALARM_STEPS": str(steps), "ALARM_MODE": mode}
-    env.pop("VLLM_STANDIN_REPLAY", None)
-    launcher = [sys.executable] if processes == 1 else torchrun(processes)
-    done = subprocess.run([*launcher, script, model_dir, str(out), "alarm_sleep" if sleep else "alarm"], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    with open(out / "result.json") as f:
-        result = json.load(f)
-    assert result["world"] == processes
-    return result
+def _case(fault="", dtype="", steps=3, mode="warn", sleep=False) -> dict:
+    return {"fault": fault, "dtype": dtype, "steps": steps, "mode": mode, "sleep": sleep}
+
+
+# (dtype, the largest gap of the correct engine over 20 steps): float32 against float32 is rounding (measured 1.2e-7);
+# the bf16 copy's logits against the trainer's float32 ones, 6.7e-4 measured (15x under the default threshold)
+NOISE = {"": 1e-6, "bfloat16": SYNC_MISMATCH_THRESHOLD / 10}
+# Each process count runs its cases one trainer after the other in one launch (tests/vllm_run.py, scenario "alarm")
+CASES = {
+    1: {"correct": _case(steps=20), "correct-bf16-sleep": _case(dtype="bfloat16", steps=20, sleep=True),
+        "stale_load": _case("stale_load"), "stale_load-bf16": _case("stale_load", "bfloat16"),
+        "base_after_sleep": _case("base_after_sleep", sleep=True),
+        "base_after_sleep-bf16": _case("base_after_sleep", "bfloat16", sleep=True)},
+    2: {"correct-bf16": _case(dtype="bfloat16", steps=20), "stale_load": _case("stale_load"),
+        "base_after_sleep-bf16": _case("base_after_sleep", "bfloat16", sleep=True),
+        "raise": _case("base_after_sleep", mode="raise", sleep=True)},
+}
+RUNS: dict[int, dict] = {}
+
+
+def _alarm(request, processes: int, name: str) -> dict:
+    """The result of one case, from one launch per process count (the first test that needs it launches it)."""
+    if processes not in RUNS:
+        out = request.getfixturevalue("tmp_path_factory").mktemp(f"alarm-{processes}")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, STANDIN]), "OMP_NUM_THREADS": "1",
+               "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
+               "ALARM_CASES": json.dumps(list(CASES[processes].values()))}
+        env.pop("VLLM_STANDIN_REPLAY", None)
+        launcher = [sys.executable] if processes == 1 else torchrun(processes)
+        done = subprocess.run([*launcher, os.path.join(ROOT, "tests", "vllm_run.py"),
+                               request.getfixturevalue("tiny_model_dir"), str(out), "alarm"],
+                              env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-4000:]
+        with open(out / "result.json") as f:
+            result = json.load(f)
+        assert result["world"] == processes
+        RUNS[processes] = dict(zip(CASES[processes], result["cases"]))
+    return RUNS[processes][name]
 
 
 def _warnings(result) -> list[str]:
     return [message for messages in result["warnings"] for message in messages]
 
 
-# (dtype, the largest gap of the correct engine over 20 steps): float32 against float32 is rounding (measured 1.2e-7);
-# the bf16 copy's logits against the trainer's float32 ones, 7e-4 measured (15x under the default threshold)
-NOISE = {"": 1e-6, "bfloat16": SYNC_MISMATCH_THRESHOLD / 10}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(("dtype", "processes", "sleep"),
-                         [("", 1, False), ("bfloat16", 1, True), ("bfloat16", 2, False)])
-def test_a_correct_engine_never_trips_it_over_20_steps(tiny_model_dir, tmp_path, dtype, processes, sleep):
-    result = _alarm(tiny_model_dir, tmp_path, dtype=dtype, steps=20, processes=processes, sleep=sleep)
-    assert result["steps"] == 20 and len(result["gaps"]) == 20  # one gap per step (one sync per step)
-    assert max(result["gaps"]) < NOISE[dtype]
-    if dtype:
+@pytest.mark.parametrize(("processes", "name"), [(1, "correct"), (1, "correct-bf16-sleep"), (2, "correct-bf16")])
+def test_a_correct_engine_never_trips_it_over_20_steps(request, processes, name):
+    result = _alarm(request, processes, name)
+    assert result["steps_done"] == 20 and len(result["gaps"]) == 20  # one gap per step (one sync per step)
+    assert max(result["gaps"]) < NOISE[result["dtype"]]
+    if result["dtype"]:
         assert min(result["gaps"]) > 1e-5  # the bf16 copy is really in use
-    assert _warnings(result) == []
+    assert _warnings(result) == [] and result["error"] is None
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("fault", "dtype", "processes"), [
-    ("stale_load", "", 1), ("stale_load", "bfloat16", 1), ("base_after_sleep", "", 1),
-    ("base_after_sleep", "bfloat16", 1), ("stale_load", "", 2), ("base_after_sleep", "bfloat16", 2),
+@pytest.mark.parametrize(("processes", "name"), [
+    (1, "stale_load"), (1, "stale_load-bf16"), (1, "base_after_sleep"), (1, "base_after_sleep-bf16"),
+    (2, "stale_load"), (2, "base_after_sleep-bf16"),
 ])
-def test_a_stale_engine_trips_it_on_the_first_sync_after_the_policy_moved(tiny_model_dir, tmp_path, fault, dtype,
-                                                                         processes):
-    result = _alarm(tiny_model_dir, tmp_path, fault=fault, dtype=dtype, processes=processes,
-                    sleep=fault == "base_after_sleep")
+def test_a_stale_engine_trips_it_on_the_first_sync_after_the_policy_moved(request, processes, name):
+    result = _alarm(request, processes, name)
     gaps = result["gaps"]
     # step 0: the engine holds the checkpoint and so does the trainer, stale or not; from step 1 on the trainer has
     # moved and the engine has not (measured 0.019 at step 1 on 1 process, then growing)
-    assert gaps[0] < NOISE[dtype]
-    assert all(gap > SYNC_MISMATCH_THRESHOLD for gap in gaps[1:]) and len(gaps) == 3
+    assert len(gaps) == 3 and gaps[0] < NOISE[result["dtype"]]
+    assert all(gap > SYNC_MISMATCH_THRESHOLD for gap in gaps[1:])
     warnings = _warnings(result)
     assert len(warnings) == 1  # once, on the main process, though steps 1 and 2 are both above
     assert "stale" in warnings[0] and "global step 1" in warnings[0] and all(c in warnings[0] for c in CAUSES)
@@ -124,8 +140,8 @@ def test_a_stale_engine_trips_it_on_the_first_sync_after_the_policy_moved(tiny_m
 
 
 @pytest.mark.slow
-def test_raise_stops_the_run_at_the_first_stale_sync_on_every_process(tiny_model_dir, tmp_path):
-    result = _alarm(tiny_model_dir, tmp_path, fault="base_after_sleep", mode="raise", processes=2, sleep=True)
+def test_raise_stops_the_run_at_the_first_stale_sync_on_every_process(request):
+    result = _alarm(request, 2, "raise")
     assert result["error"] is not None and "stale" in result["error"] and "global step 1" in result["error"]
-    assert result["steps"] == 1  # step 1's generation raised: nothing was trained on the stale completions
+    assert result["steps_done"] == 1  # step 1's generation raised: nothing was trained on the stale completions
     assert result["gaps"][-1] > SYNC_MISMATCH_THRESHOLD

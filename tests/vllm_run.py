@@ -6,10 +6,9 @@ LitePPOTrainer with `use_vllm=True, vllm_mode="colocate"` through TRL's real `VL
 
 Scenarios: `colocate` (plain), `sleep` (sleep mode), `overlong` (overlong filter, short completions), `dynamic`
 (dynamic sampling), `exact` (the stand-in replays fixed completions; the same training without vLLM replays them
-through a `rollout_func`; both aggregations), `alarm` and `alarm_sleep` (the stale-weight alarm, without and with
-sleep mode: `ALARM_STEPS` steps, `on_sync_mismatch=ALARM_MODE`; the stand-in's `VLLM_STANDIN_FAULT` and
-`VLLM_STANDIN_DTYPE` pick the engine), `seed` (one generation per seed of `SEED=42,43,...`: the completions each process sampled).
-Rank 0 writes OUT_DIR/result.json with what the probe saw.
+through a `rollout_func`; both aggregations), `alarm` (the stale-weight alarm, per case of `ALARM_CASES`: the
+stand-in's fault and dtype, sleep mode, steps, `on_sync_mismatch`), `seed` (one generation per seed of
+`SEED=42,43,...`: the completions each process sampled). Rank 0 writes OUT_DIR/result.json with what the probe saw.
 """
 
 from __future__ import annotations
@@ -128,27 +127,33 @@ class _Records(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def run_alarm(model_dir, out, scenario, backend="ddp"):
-    """The stale-weight alarm over `ALARM_STEPS` steps: the gap logged per step, the warnings, the error if any."""
+def run_alarm(model_dir, out, backend="ddp"):
+    """The stale-weight alarm, per case of `ALARM_CASES` (a JSON list of {"fault", "dtype", "sleep", "steps", "mode"}),
+    one trainer after the other in this process: the gap logged per step, the warnings, the error if any."""
     records = _Records()
     logging.getLogger("trl_lite.sync_check").addHandler(records)
-    steps = int(os.environ.get("ALARM_STEPS", "20"))
-    args = _settings(out, scenario, backend, max_steps=steps, on_sync_mismatch=os.environ.get("ALARM_MODE", "warn"),
-                     vllm_enable_sleep_mode=scenario == "alarm_sleep")
-    trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
-                             train_dataset=prompt_dataset())
-    error = None
-    try:
-        trainer.train()
-    except RuntimeError as exc:
-        if "stale" not in str(exc):
-            raise
-        error = str(exc)
-    logs = [row for row in trainer.state.log_history if "sampling/sync_logp_gap" in row]
-    pending = trainer._metrics["train"].get("sampling/sync_logp_gap", [])  # logged at the step that raised: not yet
-    return trainer, {"gaps": [row["sampling/sync_logp_gap"] for row in logs] + list(pending[-1:] if error else []),
-                     "warnings": gather_object([records.messages]), "error": error,
-                     "steps": trainer.state.global_step, "world": trainer.accelerator.num_processes}
+    results = []
+    for index, case in enumerate(json.loads(os.environ["ALARM_CASES"])):
+        os.environ["VLLM_STANDIN_FAULT"], os.environ["VLLM_STANDIN_DTYPE"] = case["fault"], case["dtype"]
+        records.messages = []
+        args = _settings(os.path.join(out, str(index)), "alarm", backend, max_steps=case["steps"],
+                         on_sync_mismatch=case["mode"], vllm_enable_sleep_mode=case["sleep"])
+        trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
+                                 train_dataset=prompt_dataset())
+        error = None
+        try:
+            trainer.train()
+        except RuntimeError as exc:
+            if "stale" not in str(exc):
+                raise
+            error = str(exc)
+        logs = [row for row in trainer.state.log_history if "sampling/sync_logp_gap" in row]
+        pending = trainer._metrics["train"].get("sampling/sync_logp_gap", [])  # the raising step's: not logged yet
+        gaps = [row["sampling/sync_logp_gap"] for row in logs] + (pending[-1:] if error else [])
+        results.append({**case, "gaps": gaps,
+                        "warnings": gather_object([records.messages]), "error": error,
+                        "steps_done": trainer.state.global_step})
+    return trainer, {"cases": results, "world": trainer.accelerator.num_processes}
 
 
 def run_seed(model_dir, out, backend="ddp"):
@@ -217,9 +222,8 @@ def main(model_dir, out, scenario, backend="ddp"):
     if scenario == "exact":
         result = run_exact(model_dir, out)
         is_main = True
-    elif scenario in ("alarm", "alarm_sleep", "seed"):
-        trainer, result = run_seed(model_dir, out, backend) if scenario == "seed" else run_alarm(
-            model_dir, out, scenario, backend)
+    elif scenario in ("alarm", "seed"):
+        trainer, result = (run_seed if scenario == "seed" else run_alarm)(model_dir, out, backend)
         is_main = trainer.accelerator.is_main_process
     else:
         trainer, result = run(model_dir, out, scenario, backend)
