@@ -39,8 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"{USAGE}\ntrl-lite: expected a command among {list(COMMANDS)}; got {given} (see trl-lite --help)")
     import importlib
 
+    from .teardown import exit_cleanly
+
     module, function = COMMANDS[argv[0]].split(":")
-    getattr(importlib.import_module(module), function)(argv[1:])
+    with exit_cleanly():  # under a multi-process launcher, each process ends without interpreter teardown
+        getattr(importlib.import_module(module), function)(argv[1:])
     return 0
 
 

@@ -23,10 +23,10 @@ import traceback
 
 
 def in_process_group() -> bool:
-    """Whether this process is part of an initialized `torch.distributed` process group."""
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized()
+    """Whether this process is part of an initialized `torch.distributed` process group (never imports torch: without
+    `torch.distributed` imported there is no group)."""
+    dist = sys.modules.get("torch.distributed")
+    return dist is not None and dist.is_available() and dist.is_initialized()
 
 
 def multi_process() -> bool:
@@ -42,9 +42,7 @@ def finish(status: int = 0) -> None:
     if not multi_process():
         return
     if in_process_group():
-        import torch.distributed as dist
-
-        dist.destroy_process_group()
+        sys.modules["torch.distributed"].destroy_process_group()
     atexit._run_exitfuncs()  # what the interpreter would run before its teardown
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
