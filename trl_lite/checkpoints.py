@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 
 import torch
 from transformers.trainer import TRAINER_STATE_NAME
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,55 @@ def resolve_resume(value, output_dir: str) -> str | None:
     return path
 
 
+# What a process reads from a checkpoint folder to resume (transformers' names): any one of the weight files, unless
+# DeepSpeed loads its own (`latest` names the tag folder holding every rank's shards)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json", "adapter_model.safetensors", "adapter_model.bin")
+DEEPSPEED_TAG = "latest"
+
+
+def rng_state_file(process_index: int, world_size: int) -> str:
+    """The RNG-state file transformers writes for a process (`Trainer._save_rng_state`)."""
+    return f"rng_state_{process_index}.pth" if world_size > 1 else "rng_state.pth"
+
+
+def checkpoint_files(checkpoint: str | None, process_index: int, world_size: int, deepspeed: bool) -> dict:
+    """What one process finds of what it reads to resume from `checkpoint`: `{"required": [missing names],
+    "own": {kind: [its file name, present]}}`. Required: `trainer_state.json` and the weights (or DeepSpeed's
+    `latest`); own: the files each process writes for itself (its RNG state and its trl-lite state), without which a
+    resume continues inexactly (transformers and trl-lite warn, as for a checkpoint written by another trainer)."""
+    if checkpoint is None or not os.path.isdir(checkpoint):
+        return {"required": ["the checkpoint folder"], "own": {}}
+    names = set(os.listdir(checkpoint))
+    required = [] if TRAINER_STATE in names else [TRAINER_STATE]
+    if deepspeed and DEEPSPEED_TAG not in names:
+        required.append(f"{DEEPSPEED_TAG} (DeepSpeed's checkpoint tag)")
+    if not deepspeed and not names.intersection(WEIGHT_FILES):
+        required.append(f"{WEIGHT_FILES[0]} (the weights; or any of {list(WEIGHT_FILES[1:])})")
+    own = {"rng": rng_state_file(process_index, world_size), "trl_lite": PROCESS_STATE.format(process=process_index)}
+    return {"required": required, "own": {kind: [name, name in names] for kind, name in own.items()}}
+
+
+def resume_problems(reports: list[dict]) -> list[str]:
+    """From every process's report (`checkpoint_files` plus `process`, `node`, `host`, `checkpoint`), what stops an
+    exact resume: a required file missing, a file of its own missing on one process while the others have theirs
+    (nodes that do not share output_dir), or processes resuming from different steps."""
+    problems = []
+    for report in reports:
+        where = f"process {report['process']} (node {report['node']}, host {report['host']})"
+        for name in report["required"]:
+            problems.append(f"{where}: {report['checkpoint']} has no {name}")
+    for kind in ("rng", "trl_lite"):
+        found = [report["own"][kind][1] for report in reports if kind in report["own"]]
+        if any(found) and not all(found):  # some processes have theirs: the others' are missing, not never written
+            problems += [f"process {r['process']} (node {r['node']}, host {r['host']}): {r['checkpoint']} has no "
+                         f"{r['own'][kind][0]}" for r in reports if kind in r["own"] and not r["own"][kind][1]]
+    steps = {os.path.basename(os.path.normpath(str(r["checkpoint"]))) for r in reports}
+    if len(steps) > 1:
+        problems.append(f"the processes resume from different checkpoints: {sorted(steps)}")
+    return problems
+
+
 def save_process_state(checkpoint: str, process_index: int, state: dict) -> str:
     """Writes one process's trl-lite state (tensors, numbers, lists and dicts of them) into `checkpoint`."""
     os.makedirs(checkpoint, exist_ok=True)
@@ -125,6 +175,33 @@ class ExactResumeMixin:
         save_process_state(folder, self.accelerator.process_index, self._lite_state_dict())
         self.accelerator.wait_for_everyone()
         super()._save_checkpoint(model, trial)
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        """`Trainer.train`; a resume first checks, on every process at once, that each process finds in its checkpoint
+        folder what it reads (`resume_problems`): nodes without a shared `output_dir` would otherwise fail one by one,
+        or hang in the first collective while another node stops, or continue inexactly."""
+        if resume_from_checkpoint is not None and resume_from_checkpoint is not False:
+            self._check_resume_on_every_node(resume_from_checkpoint)
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _check_resume_on_every_node(self, resume_from_checkpoint) -> None:
+        from accelerate.utils import gather_object
+
+        path = get_last_checkpoint(self.args.output_dir) if resume_from_checkpoint is True else resume_from_checkpoint
+        report = checkpoint_files(path, self.accelerator.process_index, self.accelerator.num_processes,
+                                  self.is_deepspeed_enabled)
+        report.update(process=self.accelerator.process_index, checkpoint=path, host=socket.gethostname(),
+                      node=os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
+        problems = resume_problems(gather_object([report]))
+        if problems:
+            raise ValueError(
+                f"resume_from_checkpoint={resume_from_checkpoint!r} cannot resume exactly on every process:\n- "
+                + "\n- ".join(problems) + "\nEach process reads its own output_dir. With nodes that do not share one "
+                "(save_on_each_node=True), transformers writes the weights on the main process only "
+                "(`save_pretrained` saves on global rank 0), so the other nodes' checkpoints hold no weights: resume "
+                "from a shared output_dir, or copy the missing files from node 0's checkpoint folder into each "
+                "node's before resuming."
+            )
 
     def _lite_state_dict(self) -> dict:
         """What TRL and transformers do not checkpoint but the next steps need: TRL's micro-step counter and, in the
