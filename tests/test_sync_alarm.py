@@ -21,7 +21,13 @@ import torch
 
 from tests.test_multiprocess import torchrun
 from trl_lite import LitePPOConfig
-from trl_lite.sync_check import SYNC_MISMATCH_THRESHOLD, logp_gap, logp_gap_terms, mismatch_message
+from trl_lite.sync_check import (
+    SYNC_MISMATCH_THRESHOLD,
+    logp_gap,
+    logp_gap_terms,
+    mismatch_message,
+    mismatch_threshold,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STANDIN = os.path.join(ROOT, "tests", "vllm_standin")
@@ -44,9 +50,17 @@ def test_gap_is_the_mean_absolute_difference_over_counted_tokens():
 def test_message_says_stale_and_names_the_causes_and_the_baseline():
     message = mismatch_message(0.25, 0.01, step=7, first=(0, 3e-4))
     assert "stale" in message and all(cause in message for cause in CAUSES)
-    assert "0.25" in message and "sync_mismatch_threshold=0.01" in message and "global step 7" in message
+    assert "0.25" in message and "threshold 0.01 " in message and "global step 7" in message
     assert "first sync (global step 0) gave 0.0003" in message
     assert "first sync" not in mismatch_message(0.25, 0.01, step=0, first=(0, 0.25))  # no baseline of itself
+
+
+def test_top_p_raises_the_threshold_by_what_truncation_alone_can_add():
+    # the kept tokens hold at least top_p of the probability, so renormalizing over them raises a sampled token's
+    # log-prob by at most -log(top_p): 0.01 + -log(0.99) = 0.01 + 0.0100503 = 0.0200503
+    assert mismatch_threshold(0.01, 0.99) == pytest.approx(0.0200503, abs=1e-7)
+    assert mismatch_threshold(0.01, 0.9) == pytest.approx(0.01 + 0.1053605, abs=1e-7)
+    assert mismatch_threshold(0.01, 1.0) == 0.01
 
 
 @pytest.mark.parametrize(("field", "value", "accepted"), [
@@ -78,7 +92,8 @@ CASES = {
     1: {"correct": _case(steps=20), "correct-bf16-sleep": _case(dtype="bfloat16", steps=20, sleep=True),
         "stale_load": _case("stale_load"), "stale_load-bf16": _case("stale_load", "bfloat16"),
         "base_after_sleep": _case("base_after_sleep", sleep=True),
-        "base_after_sleep-bf16": _case("base_after_sleep", "bfloat16", sleep=True)},
+        "base_after_sleep-bf16": _case("base_after_sleep", "bfloat16", sleep=True),
+        "correct-top_p": {**_case(steps=5), "top_p": 0.9}},
     2: {"correct-bf16": _case(dtype="bfloat16", steps=20), "stale_load": _case("stale_load"),
         "base_after_sleep-bf16": _case("base_after_sleep", "bfloat16", sleep=True),
         "raise": _case("base_after_sleep", mode="raise", sleep=True)},
@@ -145,3 +160,14 @@ def test_raise_stops_the_run_at_the_first_stale_sync_on_every_process(request):
     assert result["error"] is not None and "stale" in result["error"] and "global step 1" in result["error"]
     assert result["steps_done"] == 1  # step 1's generation raised: nothing was trained on the stale completions
     assert result["gaps"][-1] > SYNC_MISMATCH_THRESHOLD
+
+
+@pytest.mark.slow
+def test_top_p_below_one_does_not_trip_a_correct_engine(request):
+    # top_p=0.9: vLLM (and the stand-in) report log-probs renormalized over the nucleus, the trainer does not; the gap
+    # of a correct engine is then that truncation, above the bare threshold but within -log(0.9) = 0.105 of it
+    result = _alarm(request, 1, "correct-top_p")
+    assert len(result["gaps"]) == 5
+    assert max(result["gaps"]) > SYNC_MISMATCH_THRESHOLD  # the bare threshold alone would have tripped
+    assert max(result["gaps"]) < mismatch_threshold(SYNC_MISMATCH_THRESHOLD, 0.9)
+    assert _warnings(result) == []

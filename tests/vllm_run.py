@@ -137,7 +137,8 @@ def run_alarm(model_dir, out, backend="ddp"):
         os.environ["VLLM_STANDIN_FAULT"], os.environ["VLLM_STANDIN_DTYPE"] = case["fault"], case["dtype"]
         records.messages = []
         args = _settings(os.path.join(out, str(index)), "alarm", backend, max_steps=case["steps"],
-                         on_sync_mismatch=case["mode"], vllm_enable_sleep_mode=case["sleep"])
+                         on_sync_mismatch=case["mode"], vllm_enable_sleep_mode=case["sleep"],
+                         top_p=case.get("top_p", 1.0))
         trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
                                  train_dataset=prompt_dataset())
         error = None

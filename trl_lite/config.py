@@ -124,7 +124,9 @@ class LitePPOConfig(GRPOConfig):
             an engine left one step behind on the tiny test model (0.019); see `trl_lite.sync_check`. vLLM's real
             bf16 kernels on a GPU have not been measured here (`scripts/gpu_check.py` records them): on a fresh run
             the first sync's gap is that noise (the weights are identical there), and the warning quotes it.
-            `top_p`/`top_k` < 1 widen the gap (vLLM reports log-probs after them, the trainer before).
+            With `top_p` < 1 the alarm acts above `sync_mismatch_threshold - log(top_p)`: vLLM reports log-probs
+            renormalized over the nucleus, the trainer does not, which alone adds up to `-log(top_p)` (0.01005 at the
+            paper's 0.99). `top_k` and `min_p` have no such bound: raise the threshold when using them.
         recipe (`str`, *optional*):
             Name of the recipe these settings come from (e.g. `"lite_ppo"`), recorded in the model card. Setting it
             does not apply the recipe: use [`LitePPOConfig.from_recipe`] or `--recipe` on the command line.

@@ -18,6 +18,7 @@ as `sampling/sync_logp_gap` on the first generation batch after each sync and ac
 from __future__ import annotations
 
 import logging
+import math
 
 import torch
 
@@ -64,6 +65,17 @@ def logp_gap(terms: torch.Tensor) -> float:
     return float(total[0] / total[1]) if total[1] > 0 else float("nan")
 
 
+def mismatch_threshold(threshold: float, top_p: float) -> float:
+    """The gap above which the alarm acts: `threshold` plus what `top_p` < 1 alone can add.
+
+    vLLM reports log-probs after the nucleus truncation (renormalized over the kept tokens), the trainer before it.
+    The kept tokens hold at least `top_p` of the probability, so each sampled token's log-prob is raised by at most
+    `-log(top_p)`: `top_p=0.99` (the paper's recipes) adds up to 0.01005 nats per token, which alone could reach the
+    default threshold. `top_k` and `min_p` have no such bound and are not allowed for.
+    """
+    return threshold + (-math.log(top_p) if 0 < top_p < 1 else 0.0)
+
+
 def mismatch_message(gap: float, threshold: float, step: int, first: tuple[int, float] | None = None) -> str:
     """The warning (or error) for a gap above the threshold; `first`: the (step, gap) of this run's first sync."""
     baseline = ""
@@ -73,10 +85,11 @@ def mismatch_message(gap: float, threshold: float, step: int, first: tuple[int, 
     return (
         f"vLLM may be sampling from stale weights: at global step {step}, right after the weight sync, the log-probs "
         f"vLLM reported for the tokens it sampled differ from the trainer's by {gap:.4g} nats per token on average "
-        f"(sampling/sync_logp_gap), above sync_mismatch_threshold={threshold:g}.{baseline} The completions then come "
+        f"(sampling/sync_logp_gap), above the alarm's threshold {threshold:.4g} (sync_mismatch_threshold, plus "
+        f"-log(top_p) when top_p < 1).{baseline} The completions then come "
         f"from another policy than the one being trained. Likely causes: {CAUSES}. Set on_sync_mismatch='raise' to "
-        "stop at this point, or raise the threshold (or 'ignore') if the gap is expected: top_p/top_k < 1, which vLLM "
-        "applies to its log-probs and the trainer does not, or kernels noisier than measured."
+        "stop at this point, or raise sync_mismatch_threshold (or 'ignore') if the gap is expected: top_k or min_p, "
+        "which vLLM applies to its log-probs and the trainer does not, or kernels noisier than measured."
     )
 
 
@@ -115,10 +128,10 @@ class SyncCheckMixin:
         self._metrics[mode]["sampling/sync_logp_gap"].append(gap)
         if self._lite_first_gap is None:
             self._lite_first_gap = (self.state.global_step, gap)
-        if not gap > self.args.sync_mismatch_threshold or self.args.on_sync_mismatch == "ignore":
+        threshold = mismatch_threshold(self.args.sync_mismatch_threshold, self.args.top_p)
+        if not gap > threshold or self.args.on_sync_mismatch == "ignore":
             return
-        message = mismatch_message(gap, self.args.sync_mismatch_threshold, self.state.global_step,
-                                   self._lite_first_gap)
+        message = mismatch_message(gap, threshold, self.state.global_step, self._lite_first_gap)
         if self.args.on_sync_mismatch == "raise":
             raise RuntimeError(message)  # the gap is gathered: every process raises at the same step
         if not self._lite_sync_warned:
