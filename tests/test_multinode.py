@@ -25,6 +25,7 @@ import pytest
 from safetensors.torch import load_file
 
 from tests.test_multiprocess import _free_port
+from trl_lite.checkpoints import checkpoint_files, resume_problems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The built-in arithmetic task, small: 8 completions per process per step, 4 steps, a checkpoint every step
@@ -144,6 +145,50 @@ def test_save_on_each_node_without_a_shared_folder_stops_the_resume_naming_the_m
         assert f"process 1 (node 1, host {os.uname().nodename}): {nodes[1] / 'checkpoint-1'} has no model.safetensors" \
             in err, err[-3000:]
         assert "save_on_each_node" in err
+
+
+def _folder(path, *names):
+    path.mkdir(parents=True)
+    for name in names:
+        (path / name).write_text("x")
+    return str(path)
+
+
+def test_what_each_process_needs_from_its_checkpoint_folder(tmp_path):
+    # node 0's folder as transformers writes it with save_on_each_node, and node 1's: no weights
+    node0 = _folder(tmp_path / "n0" / "checkpoint-1", "trainer_state.json", "model.safetensors", "rng_state_0.pth",
+                    "trl_lite_state-0.pt")
+    node1 = _folder(tmp_path / "n1" / "checkpoint-1", "trainer_state.json", "optimizer.pt", "rng_state_1.pth",
+                    "trl_lite_state-1.pt")
+    first, second = checkpoint_files(node0, 0, 2), checkpoint_files(node1, 1, 2)
+    assert first == {"required": [], "own": {"rng": ["rng_state_0.pth", True],
+                                             "trl_lite": ["trl_lite_state-0.pt", True]}}
+    assert second["required"] == ["model.safetensors (the weights; or any of ['model.safetensors.index.json', "
+                                  "'pytorch_model.bin', 'pytorch_model.bin.index.json', 'adapter_model.safetensors', "
+                                  "'adapter_model.bin'])"]
+    assert checkpoint_files(node1, 1, 2, weights="fsdp")["required"] == []  # FSDP's own layout is not checked
+    assert checkpoint_files(node1, 1, 2, weights="deepspeed")["required"] == ["latest (DeepSpeed's checkpoint tag)"]
+    assert checkpoint_files(None, 0, 1)["required"] == ["a checkpoint folder"]
+    assert checkpoint_files(node0, 0, 1)["own"]["rng"] == ["rng_state.pth", False]  # one process: no index
+
+    reports = [{**first, "process": 0, "node": "0", "host": "a", "checkpoint": node0},
+               {**second, "process": 1, "node": "1", "host": "b", "checkpoint": node1}]
+    assert resume_problems(reports) == [f"process 1 (node 1, host b): {node1} has no {second['required'][0]}"]
+    # a file of its own missing on one process while the other has its own: a folder another node wrote
+    reports[1] = {**checkpoint_files(node0, 1, 2), "process": 1, "node": "1", "host": "b", "checkpoint": node0}
+    assert resume_problems(reports) == [f"process 1 (node 1, host b): {node0} has no rng_state_1.pth",
+                                        f"process 1 (node 1, host b): {node0} has no trl_lite_state-1.pt"]
+    # missing on every process: a checkpoint of another trainer, resumed with transformers' and trl-lite's warnings
+    bare = _folder(tmp_path / "bare" / "checkpoint-1", "trainer_state.json", "model.safetensors")
+    assert resume_problems([{**checkpoint_files(bare, i, 2), "process": i, "node": "0", "host": "a",
+                             "checkpoint": bare} for i in (0, 1)]) == []
+    # two processes resuming from different steps
+    later = _folder(tmp_path / "n0" / "checkpoint-2", "trainer_state.json", "model.safetensors")
+    problems = resume_problems([{**checkpoint_files(bare, 0, 1), "process": 0, "node": "0", "host": "a",
+                                 "checkpoint": bare},
+                                {**checkpoint_files(later, 0, 1), "process": 1, "node": "1", "host": "b",
+                                 "checkpoint": later}])
+    assert problems == ["the processes resume from different checkpoints: ['checkpoint-1', 'checkpoint-2']"]
 
 
 POOL_SCRIPT = """

@@ -124,8 +124,8 @@ def test_contract_lists_exactly_the_config_fields_used():
 
 def test_contract_lists_the_batch_keys_read():
     """The keys the trainer classes read from the batch TRL's generation returns (`output[...]`, `inputs[...]`,
-    `batch[...]`, `inputs.get(...)`, `output.get(...)`), less trl-lite's own `lite_*` keys, are the contract's output keys. The prompt
-    keys are relied on by name, not read: `select_groups` pads every `prompt*` tensor on the left."""
+    `batch[...]`, `inputs.get(...)`, `output.get(...)`), less trl-lite's own `lite_*` keys, are the contract's output
+    keys. The prompt keys are relied on by name, not read: `select_groups` pads every `prompt*` tensor on the left."""
     read = set()
     for cls in _trainer_classes():
         for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(cls)))):
@@ -246,6 +246,7 @@ _WRONG = {  # a value of the wrong kind for each checked attribute
     "max_completion_length": None, "reward_funcs": (), "reward_func_names": None, "reward_weights": [1.0],
     "multi_objective_aggregation": "sum", "loss_type": None, "beta": None, "importance_sampling_level": "seq",
     "epsilon_low": "0.2", "epsilon_high": None, "callback_handler": object(), "num_iterations": 1.0, "use_vllm": "no",
+    "is_deepspeed_enabled": None, "is_fsdp_enabled": "no",
 }
 
 

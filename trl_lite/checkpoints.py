@@ -94,18 +94,21 @@ def rng_state_file(process_index: int, world_size: int) -> str:
     return f"rng_state_{process_index}.pth" if world_size > 1 else "rng_state.pth"
 
 
-def checkpoint_files(checkpoint: str | None, process_index: int, world_size: int, deepspeed: bool) -> dict:
+def checkpoint_files(checkpoint: str | None, process_index: int, world_size: int,
+                     weights: str = "transformers") -> dict:
     """What one process finds of what it reads to resume from `checkpoint`: `{"required": [missing names],
     "own": {kind: [its file name, present]}}`. Required: `trainer_state.json` and the weights (or DeepSpeed's
     `latest`); own: the files each process writes for itself (its RNG state and its trl-lite state), without which a
-    resume continues inexactly (transformers and trl-lite warn, as for a checkpoint written by another trainer)."""
+    resume continues inexactly (transformers and trl-lite warn, as for a checkpoint written by another trainer).
+    `weights`: who wrote them, `"transformers"` (`WEIGHT_FILES`), `"deepspeed"` (`latest`) or `"fsdp"` (its own
+    layout, not checked)."""
     if checkpoint is None or not os.path.isdir(checkpoint):
-        return {"required": ["the checkpoint folder"], "own": {}}
+        return {"required": ["a checkpoint folder"], "own": {}}
     names = set(os.listdir(checkpoint))
     required = [] if TRAINER_STATE in names else [TRAINER_STATE]
-    if deepspeed and DEEPSPEED_TAG not in names:
+    if weights == "deepspeed" and DEEPSPEED_TAG not in names:
         required.append(f"{DEEPSPEED_TAG} (DeepSpeed's checkpoint tag)")
-    if not deepspeed and not names.intersection(WEIGHT_FILES):
+    if weights == "transformers" and not names.intersection(WEIGHT_FILES):
         required.append(f"{WEIGHT_FILES[0]} (the weights; or any of {list(WEIGHT_FILES[1:])})")
     own = {"rng": rng_state_file(process_index, world_size), "trl_lite": PROCESS_STATE.format(process=process_index)}
     return {"required": required, "own": {kind: [name, name in names] for kind, name in own.items()}}
@@ -188,9 +191,10 @@ class ExactResumeMixin:
         from accelerate.utils import gather_object
 
         path = get_last_checkpoint(self.args.output_dir) if resume_from_checkpoint is True else resume_from_checkpoint
-        report = checkpoint_files(path, self.accelerator.process_index, self.accelerator.num_processes,
-                                  self.is_deepspeed_enabled)
-        report.update(process=self.accelerator.process_index, checkpoint=path, host=socket.gethostname(),
+        weights = "deepspeed" if self.is_deepspeed_enabled else "fsdp" if self.is_fsdp_enabled else "transformers"
+        report = checkpoint_files(path, self.accelerator.process_index, self.accelerator.num_processes, weights)
+        report.update(process=self.accelerator.process_index, host=socket.gethostname(),
+                      checkpoint=path if path is not None else f"output_dir={self.args.output_dir!r}",
                       node=os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
         problems = resume_problems(gather_object([report]))
         if problems:

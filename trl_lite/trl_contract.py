@@ -259,6 +259,11 @@ CONTRACT: tuple[Assumption, ...] = (
                "whether vLLM generates (`args.use_vllm`); TRL then pushes the weights to vLLM at the first generation "
                "of each new global step, before generating (the stale-weight alarm checks that generation)",
                check=_one_of(True, False), verified_by="tests/test_sync_alarm.py, tests/test_vllm_seeds.py"),
+    *(Assumption(name, "attribute", _TRAINER,
+                 f"whether {engine} runs the training (transformers' `Trainer.__init__`): a resume then checks the "
+                 "checkpoint's weights in its own layout", check=_one_of(True, False),
+                 verified_by="tests/test_multinode.py")
+      for name, engine in (("is_deepspeed_enabled", "DeepSpeed"), ("is_fsdp_enabled", "FSDP"))),
     Assumption("callback_handler", "attribute", _TRAINER, "`callback_handler.callbacks`: the trainer's callbacks",
                check=_has_callbacks, verified_by="tests/test_diagnostics.py"),
     Assumption("hub_model_id", "attribute", _TRAINER,
