@@ -22,6 +22,8 @@ import sys
 import time
 
 import pytest
+import transformers
+from packaging import version
 from safetensors.torch import load_file
 
 from tests.test_multiprocess import _free_port
@@ -96,7 +98,16 @@ def _logged_steps(folder):
         return [row["step"] for row in json.load(f)["log_history"] if "loss" in row]
 
 
+# Measured 2026-11-24 on the oldest stack (transformers 5.17.0, accelerate 1.10.1): on a CPU run launched through
+# accelerate, transformers 5.17 loads the optimizer state with map_location=args.device, "cpu:0", which torch.load
+# cannot restore to ("don't know how to restore data location of torch.storage.UntypedStorage (tagged with cpu:0)").
+# transformers 5.23 resumes; on GPUs the device is cuda:N either way.
+OLD_CPU_RESUME = version.parse(transformers.__version__) < version.parse("5.23")
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(OLD_CPU_RESUME, reason="transformers < 5.23 cannot resume an accelerate-launched CPU run: it loads "
+                    "the optimizer to 'cpu:0' (see OLD_CPU_RESUME)")
 @pytest.mark.parametrize("config", ["multi_gpu", "deepspeed_zero3"])
 def test_two_machines_killed_and_resumed_end_with_the_one_machine_weights(tmp_path, config):
     reference = tmp_path / "one-machine"
