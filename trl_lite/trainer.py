@@ -158,11 +158,12 @@ class LitePPOTrainer(
         )
         if self.use_vllm and args.vllm_mode == "colocate":
             # vLLM's worker runs in this process and reseeded Python's, NumPy's and torch's generators with the engine
-            # seed (the process index, whatever `seed` is) when it started; it draws each request's sampling seed
-            # from NumPy's. TRL seeded them with `set_seed(seed, device_specific=True)` just before building the
-            # engine: restoring that makes `seed` decide the sampling, different on each process (seed + process
-            # index), and checkpointed with the RNG states, so a resume continues the same samples.
-            set_seed(args.seed, device_specific=True)
+            # seed (the process index // tensor-parallel size, whatever `seed` is) when it started; it draws each
+            # request's sampling seed from NumPy's. TRL seeded them with `set_seed(seed, device_specific=True)` just
+            # before building the engine: restoring that makes `seed` decide the sampling, different on each engine
+            # (seed + process index; the ranks of one tensor-parallel group share it, as they must sample alike), and
+            # checkpointed with the RNG states, so a resume continues the same samples.
+            set_seed(args.seed + self.accelerator.process_index // args.vllm_tensor_parallel_size)
         # The aggregation is carried by per-sequence weights (see `_set_loss_weights`). The clipped PPO objective runs
         # through TRL's token-sum branch; cispo, sapo and vespo keep their own objective and branch.
         self.loss_type = args.loss_type if args.loss_type in OBJECTIVE_LOSS_TYPES else "dapo"

@@ -339,6 +339,7 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
         ("learning_rate", "on the model card (GRPOConfig's default, 1e-6, is not transformers')"),
         ("vllm_mode", "'colocate' builds the vLLM engine in this process (its worker reseeds the process-wide "
                       "generators when it starts) or 'server'"),
+        ("vllm_tensor_parallel_size", "the processes of one colocated engine, which share its seed"),
         ("bf16", "unset is None until GRPOConfig.__post_init__ turns it on; LitePPOConfig resolves it first"),
     )
 )
