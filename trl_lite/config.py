@@ -11,6 +11,7 @@ from .aggregation import AGGREGATIONS, OBJECTIVE_LOSS_TYPES, TRL_LOSS_TYPE_TO_AG
 from .recipes import recipe_settings
 from .sync_check import ON_SYNC_MISMATCH, SYNC_MISMATCH_THRESHOLD
 from .trl_contract import DIFFERENCES_URL, check_trl
+from .vllm_cpu import is_cpu_engine
 
 logger = logging.get_logger(__name__)
 
@@ -341,6 +342,12 @@ class LitePPOConfig(GRPOConfig):
             raise ValueError(
                 f"sync_mismatch_threshold={self.sync_mismatch_threshold!r} is not supported; expected a number > 0 "
                 "(nats per token)."
+            )
+        if self.use_vllm and self.vllm_mode == "colocate" and self.vllm_enable_sleep_mode and is_cpu_engine():
+            raise ValueError(
+                "vllm_enable_sleep_mode=True is not supported by vLLM's CPU backend, which the installed vLLM runs on: "
+                "vLLM offers sleep mode on CUDA, ROCm and XPU only (its engine config refuses it elsewhere); expected "
+                "False on this machine (docs/vllm-cpu.md)."
             )
 
         if self.bf16 is None and not self.fp16 and not _bf16_supported(self.use_cpu):

@@ -71,6 +71,7 @@ from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rat
 from .tasks.sumk import sumk_dataset, sumk_policy_path
 from .teardown import exit_cleanly
 from .trainer import LitePPOTrainer
+from .vllm_cpu import use_vllm_problem
 
 PROG = "trl-lite train"
 
@@ -305,6 +306,8 @@ def cli(argv: list[str] | None = None) -> None:
     try:  # a bad name or value (config, accelerate_config, any field) is one line, before anything is loaded
         parsed = parse_cli(train)
         accel = launch_args(accel) if accel else accel
+        if (problem := use_vllm_problem(parsed[1].use_vllm)) is not None:
+            raise ValueError(problem)
     except ValueError as err:
         sys.exit(f"{PROG}: error: {err}")
     if not accel:

@@ -28,7 +28,7 @@ from .trl_contract import (
     check_trl,
     get_config_model_id,
 )
-from .vllm_cpu import use_cpu_sync
+from .vllm_cpu import use_cpu_sync, use_vllm_problem
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
@@ -146,6 +146,8 @@ class LitePPOTrainer(
             if args.reward_weights is not None:
                 args = copy.copy(args)  # the caller's config keeps its own weights
                 args.reward_weights = [*args.reward_weights, 1.0]
+        if (problem := use_vllm_problem(args.use_vllm)) is not None:
+            raise ImportError(problem)
         if args.dynamic_sampling and isinstance(train_dataset, IterableDataset):
             raise ValueError(
                 "dynamic_sampling=True is not supported with an IterableDataset train_dataset; expected a map-style "

@@ -50,11 +50,22 @@ def vllm_problem() -> str | None:
     return None
 
 
+def use_vllm_problem(use_vllm: bool) -> str | None:
+    """The one line a user gets for `use_vllm=True` without a working vLLM (TRL's own error suggests `trl[vllm]`, the
+    CUDA build, even on a machine without a GPU); None when vLLM is not asked for or imports."""
+    if not use_vllm or (problem := vllm_problem()) is None:
+        return None
+    return (f"use_vllm=True needs a working vLLM: {problem}. With a GPU: pip install 'trl-lite[vllm]'; without one: "
+            f"{INSTALL_HINT}; or set use_vllm=False (transformers generates).")
+
+
 def is_cpu_engine() -> bool:
     """Whether the installed vLLM runs on its CPU backend (vLLM's own platform detection)."""
+    if importlib.util.find_spec("vllm") is None:
+        return False
     try:
         from vllm.platforms import current_platform
-    except ImportError:
+    except Exception:  # noqa: BLE001  (no vLLM platform to ask: a broken install, reported by `vllm_problem`)
         return False
     return bool(current_platform.is_cpu())
 

@@ -1,0 +1,83 @@
+"""CI's upstream stage: what the newest releases change against the reference stack (.ci/reference.txt).
+
+    python .ci/upstream.py changes        # the installed packages that differ from the reference; exit 0
+    python .ci/upstream.py demo           # the demo's table on this stack against the README's (reference) figures
+    python .ci/upstream.py broke LOG      # after a failed suite: what broke (the failed tests) and what changed
+
+`changes` prints one line per package whose installed version differs (`name new (reference old)`) and a last line
+`upstream: N packages differ from the reference stack`; `demo` runs `trl-lite train` with no arguments and prints
+whether its table still equals the README's; a drift is reported, not fatal (the README names the stack it quotes).
+`broke` always exits 1: a newer release inside our ranges breaks the suite, which is what users installing today get.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from tests import stack  # noqa: E402
+
+
+def changes() -> list[str]:
+    changed = stack.differences()
+    for line in changed:
+        print(f"  {line}")
+    print(f"upstream: {len(changed)} packages differ from the reference stack (.ci/reference.txt)")
+    return changed
+
+
+def _table(text: str) -> str:
+    start = text.find("held-out accuracy on")
+    return "\n".join(text[start:].strip().splitlines()[:5]) if start >= 0 else ""
+
+
+def demo() -> int:
+    readme = open(os.path.join(REPO, "README.md")).read()
+    expected = _table(readme)
+    with tempfile.TemporaryDirectory() as work:
+        done = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train"], cwd=work, capture_output=True,
+                              text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if done.returncode != 0:
+        print(done.stderr[-3000:])
+        print("upstream BROKE the demo: `trl-lite train` failed on the newest releases; changed since the reference:")
+        changes()
+        return 1
+    got = _table(done.stdout)
+    if got == expected:
+        print("upstream: the demo prints the README's figures on the newest releases too")
+        return 0
+    print("upstream drift (reported, not a failure): on the newest releases the demo prints\n" + got)
+    print("where the README quotes, from the reference stack,\n" + expected)
+    figures = [float(x) for x in re.findall(r"[+-]?\d\.\d{3}", got)]
+    if len(figures) >= 6 and figures[4] < 0.25:  # 'change' greedy: the demo no longer learns what it teaches
+        print("upstream BROKE the demo: greedy accuracy rose by less than 0.25 (the reference: +0.348)")
+        return 1
+    return 0
+
+
+def broke(log: str) -> int:
+    failed = [line for line in open(log).read().splitlines() if line.startswith(("FAILED", "ERROR"))]
+    print(f"upstream BROKE {len(failed)} tests on the newest releases (what users installing today get):")
+    for line in failed:
+        print(f"  {line}")
+    print("changed since the reference stack:")
+    changes()
+    return 1
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else "changes"
+    if command == "changes":
+        changes()
+    elif command == "demo":
+        sys.exit(demo())
+    elif command == "broke":
+        sys.exit(broke(sys.argv[2]))
+    else:
+        sys.exit(f"usage: {__doc__.splitlines()[2].strip()} | demo | broke LOG")
