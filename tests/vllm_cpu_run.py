@@ -4,9 +4,9 @@
     python tests/vllm_cpu_run.py MODEL_DIR OUT_DIR '{"steps": 8, ...}'
     torchrun --nproc_per_node 2 tests/vllm_cpu_run.py MODEL_DIR OUT_DIR '{"backend": "zero3", ...}'
 
-The JSON case (all keys optional, see `CASE`) sets the training and what the probe records. The engine runs in float32
-(`"dtype": "float32"`, the trainer's dtype, so that a correct sync shows rounding only) or at vLLM's own choice
-(`"auto"`: bf16 for a float32 checkpoint on this backend). Faults, for the alarm: `"nosync"` (a weight sync that never
+The JSON case (all keys optional, see `CASE`) sets the training and what the probe records. The engine runs in the
+trainer's dtype, float32 (trl-lite's choice on this backend, `trl_lite.vllm_cpu.engine_dtype`), unless `"dtype"` names
+another (`"bfloat16"`: what vLLM would pick for a float32 checkpoint). Faults, for the alarm: `"nosync"` (a weight sync that never
 reaches the engine) and `"unmerged"` (a LoRA adapter that is never merged, so the engine gets the base weights).
 
 Rank 0 writes OUT_DIR/result.json: per generation and per process, the weight syncs since the previous generation,
@@ -16,7 +16,6 @@ greedy completions of fixed prompts by the engine and by the trainer's model; th
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -29,9 +28,9 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-import trl.generation.vllm_generation as trl_vllm  # noqa: E402
 import vllm  # noqa: E402
 from accelerate.utils import gather_object  # noqa: E402
+from datasets import Dataset  # noqa: E402
 
 from tests.dist_run import ZERO3  # noqa: E402
 from tests.tiny import (  # noqa: E402
@@ -44,14 +43,15 @@ from tests.tiny import (  # noqa: E402
     uniform_or_mixed,
     uniform_or_mixed_dataset,
 )
-from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
+from trl_lite import LitePPOConfig, LitePPOTrainer, vllm_cpu  # noqa: E402
 
 assert not getattr(vllm, "STANDIN", False), "tests/vllm_cpu_run.py runs the real vLLM, not the test stand-in"
 
 CASE = dict(
-    steps=4, lr=0.05, optim="adamw_torch", dtype="float32", backend="ddp", lora=False, is_correction=True,
+    steps=4, lr=0.05, optim="adamw_torch", dtype="trainer", backend="ddp", lora=False, is_correction=True,
     fault="", mode="warn", overlong=False, max_len=12, stop=None, dynamic=False, steps_per_generation=None,
     seed=0, greedy=True, save=False, resume=None, record_completions=False, replay=None, top_p=1.0,
+    same_prompts=False, grad_acc=1,
 )
 GREEDY_PROMPTS = ["1+2?", "7+5?", "3+9?"]  # fixed prompts for the independent check (greedy, engine vs trainer)
 GREEDY_TOKENS = 8
@@ -127,6 +127,8 @@ def _settings(out, case) -> LitePPOConfig:
         extra.update(dynamic_sampling=True, dynamic_sampling_max_rounds=20)
     if case["steps_per_generation"]:
         extra["steps_per_generation"] = case["steps_per_generation"]
+    if case["grad_acc"] > 1:
+        extra["gradient_accumulation_steps"] = case["grad_acc"]
     if case["save"]:
         extra.update(save_strategy="steps", save_steps=1)
     return LitePPOConfig(**train_args(
@@ -177,7 +179,7 @@ def replay_rollout_from(path):
     """A `rollout_func` that gives back, call after call, the completions a vLLM run sampled (recorded per process)."""
     rank = int(os.environ.get("RANK", "0"))
     with open(path) as f:
-        generations = json.load(f)[rank]
+        generations = json.load(f)["generations"][rank]  # the vLLM run's result.json
     queue = list(generations)
 
     def rollout(prompts, trainer):
@@ -195,20 +197,26 @@ def main(model_dir, out, case_json):
     case = {**CASE, **json.loads(case_json)}
     unknown = set(json.loads(case_json)) - set(CASE)
     assert not unknown, f"unknown case keys {unknown}"
-    if case["dtype"] != "auto":  # TRL builds the engine without a dtype; the test pins it (trainer: float32)
-        trl_vllm.LLM = functools.partial(vllm.LLM, dtype=case["dtype"])
+    if case["dtype"] != "trainer":  # another dtype than trl-lite's choice on this backend (the trainer's)
+        vllm_cpu.engine_dtype = lambda args: case["dtype"]
     records = _Records()
     logging.getLogger("trl_lite.sync_check").addHandler(records)
     dynamic = case["dynamic"]
     args = _settings(os.path.join(out, "run"), case)
+    if dynamic:
+        dataset = uniform_or_mixed_dataset(6, 6)
+    elif case["same_prompts"]:  # every process gets the same prompt: what each samples differs by its seed only
+        dataset = Dataset.from_dict({"prompt": ["1+2?"] * 8})
+    else:
+        dataset = prompt_dataset()
     if case["replay"]:  # the same training without vLLM, on the completions a vLLM run sampled
         args.use_vllm = False
         trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
-                                 train_dataset=prompt_dataset(), rollout_func=replay_rollout_from(case["replay"]),
+                                 train_dataset=dataset, rollout_func=replay_rollout_from(case["replay"]),
                                  peft_config=_peft_config(case))
     else:
         trainer = Probe(model=model_dir, reward_funcs=uniform_or_mixed if dynamic else reward_digit_count, args=args,
-                        train_dataset=uniform_or_mixed_dataset(6, 6) if dynamic else prompt_dataset(),
+                        train_dataset=dataset,
                         peft_config=_peft_config(case))
         trainer.case = case
         _install_faults_and_recorders(trainer, case)

@@ -28,7 +28,7 @@ from .trl_contract import (
     check_trl,
     get_config_model_id,
 )
-from .vllm_cpu import use_cpu_sync, use_vllm_problem
+from .vllm_cpu import engine_in_trainer_dtype, use_cpu_sync, use_vllm_problem
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
 # (`sum(m*l) / normalizer`, the normalizer from `num_items_in_batch`); the others ("sapo") take a per-micro-batch mean of
@@ -153,16 +153,18 @@ class LitePPOTrainer(
                 "dynamic_sampling=True is not supported with an IterableDataset train_dataset; expected a map-style "
                 "dataset, from which fresh prompts are drawn to refill the batch."
             )
-        super().__init__(
-            model, reward_funcs, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
-            processing_class=processing_class, reward_processing_classes=reward_processing_classes,
-            callbacks=callbacks, optimizers=optimizers, quantization_config=quantization_config,
-            peft_config=peft_config, tools=tools, rollout_func=rollout_func, environment_factory=environment_factory,
-        )
+        with engine_in_trainer_dtype(args):  # vLLM's CPU backend: the engine in the trainer's dtype (vllm_cpu.py)
+            super().__init__(
+                model, reward_funcs, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
+                processing_class=processing_class, reward_processing_classes=reward_processing_classes,
+                callbacks=callbacks, optimizers=optimizers, quantization_config=quantization_config,
+                peft_config=peft_config, tools=tools, rollout_func=rollout_func,
+                environment_factory=environment_factory,
+            )
         if self.use_vllm:
             # vLLM's CPU backend packs its linear weights, which TRL's per-parameter load cannot write into: sync
             # through vLLM's layerwise reload there (trl_lite/vllm_cpu.py); TRL's own sync everywhere else
-            use_cpu_sync(self.vllm_generation)
+            use_cpu_sync(getattr(self, "vllm_generation", None))
         if self.use_vllm and args.vllm_mode == "colocate":
             # vLLM's worker runs in this process and reseeded Python's, NumPy's and torch's generators with the engine
             # seed (the process index // tensor-parallel size, whatever `seed` is) when it started; it draws each

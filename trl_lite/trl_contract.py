@@ -128,6 +128,7 @@ def _has_callbacks(value):
 
 
 _GRPO = "trl.GRPOTrainer"
+_VLLM_GENERATION = "trl.generation.vllm_generation.VLLMGeneration"
 _TRAINER = "transformers.Trainer"
 _PARITY = "tests/test_trainer_parity.py"
 _DIFF = "tests/test_trl_differences.py"
@@ -151,6 +152,16 @@ CONTRACT: tuple[Assumption, ...] = (
                "`get_soft_overlong_punishment(max_completion_len, soft_punish_cache)`: DAPO's length penalty as a "
                "reward function", params=("max_completion_len", "soft_punish_cache"),
                verified_by="tests/test_rewards.py"),
+    # ------------------------------------------------------------------ VLLMGeneration (`GRPOTrainer.vllm_generation`
+    # when `use_vllm=True`: `mode`, `llm`, the in-process `vllm.LLM` in colocate mode), methods trl-lite calls
+    Assumption("_iter_named_params", "method", _VLLM_GENERATION,
+               "`_iter_named_params()` yields `(name, tensor)` under vLLM's names, one parameter at a time: gathered "
+               "from ZeRO-3 shards, with a LoRA adapter merged while it yields and unmerged in place once it ends. "
+               "trl-lite streams it into vLLM's layerwise reload on vLLM's CPU backend (trl_lite/vllm_cpu.py)",
+               verified_by="tests/test_vllm_cpu.py"),
+    Assumption("sync_weights", "method", _VLLM_GENERATION,
+               "`sync_weights()` pushes the trainer's weights to vLLM and resets its prefix cache; trl-lite replaces "
+               "it on the instance where vLLM runs on its CPU backend", verified_by="tests/test_vllm_cpu.py"),
     # ------------------------------------------------------------------ GRPOTrainer methods wrapped or called
     Assumption("_generate", "method", _GRPO,
                "`_generate(prompts)` returns a tuple whose item 1 is the completions' token ids, one list per prompt "
@@ -424,9 +435,13 @@ def _class_problems(trainer_cls=None, config_cls=None, methods: bool = True) -> 
             elif (problem := _accepts(value, assumption.params)) is not None:
                 problems.append((assumption, problem))
         elif assumption.kind == "method" and methods:
-            method = getattr(trainer_cls, assumption.name, None)
-            if not callable(method):
-                problems.append((assumption, f"is not a method of {trainer_cls.__name__}"))
+            # VLLMGeneration is imported here, not with the module: `import trl_lite` stays light
+            owner = _import(assumption.owner) if assumption.owner == _VLLM_GENERATION else trainer_cls
+            method = getattr(owner, assumption.name, None)
+            if owner is None:
+                problems.append((assumption, _IMPORT_ERRORS.get(assumption.owner, "cannot be imported")))
+            elif not callable(method):
+                problems.append((assumption, f"is not a method of {owner.__name__}"))
             elif (problem := _accepts(method, assumption.params)) is not None:
                 problems.append((assumption, problem))
         elif assumption.kind == "config" and assumption.name not in config_fields:

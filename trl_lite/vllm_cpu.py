@@ -22,6 +22,7 @@ engine, step by step.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
@@ -68,6 +69,38 @@ def is_cpu_engine() -> bool:
     except Exception:  # noqa: BLE001  (no vLLM platform to ask: a broken install, reported by `vllm_problem`)
         return False
     return bool(current_platform.is_cpu())
+
+
+def engine_dtype(args) -> str:
+    """The dtype the colocated engine runs in on vLLM's CPU backend: the trainer's (float32 unless `bf16` or `fp16`).
+
+    vLLM runs a float32 checkpoint in its platform's preferred dtype (`vllm/config/model.py: _resolve_auto_dtype`),
+    bf16 on this backend. On a GPU the trainer is in bf16 too; on a CPU trl-lite trains in float32, and a bf16 engine
+    beside it samples from a rounded policy: its log-probs differ from the trainer's by up to 0.014 nats per token at
+    step 0 on the test Qwen3 (tests/test_vllm_cpu.py), over the stale-weight alarm's default threshold, and TRL's
+    importance-sampling ratio corrects for rounding rather than for staleness.
+    """
+    return "bfloat16" if args.bf16 else "float16" if args.fp16 else "float32"
+
+
+@contextlib.contextmanager
+def engine_in_trainer_dtype(args):
+    """While TRL builds its colocated engine (`GRPOTrainer.__init__`): on vLLM's CPU backend, in [`engine_dtype`].
+
+    TRL builds it as `trl.generation.vllm_generation.LLM(...)` without a dtype; for the block, that name is vLLM's
+    `LLM` with `dtype` set. Elsewhere (GPU, server mode, no vLLM) nothing changes.
+    """
+    if not (args.use_vllm and args.vllm_mode == "colocate" and is_cpu_engine()):
+        yield
+        return
+    from trl.generation import vllm_generation as module
+
+    build = module.LLM
+    module.LLM = functools.partial(build, dtype=engine_dtype(args))
+    try:
+        yield
+    finally:
+        module.LLM = build
 
 
 def _model_runner(vllm_generation):
