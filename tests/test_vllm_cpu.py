@@ -142,10 +142,10 @@ def test_a_sync_that_never_reaches_the_engine_trips_the_alarm_and_the_greedy_che
 
 
 def test_the_engine_runs_in_the_trainer_dtype_not_vllm_s_bf16(request):
-    # vLLM runs a float32 checkpoint in bf16 on this backend unless told otherwise (TRL passes no dtype); trl-lite builds
-    # it in the trainer's dtype, float32 here (trl_lite/vllm_cpu.py: engine_dtype). What bf16 would have cost: the gap
-    # of a correct engine at step 0 (the same weights on both sides) is bf16 rounding, measured 0.0144 nats per token on
-    # this model, over the alarm's default threshold, against 9e-7 in float32
+    # vLLM runs a float32 checkpoint in bf16 on this backend unless told otherwise (TRL passes no dtype); trl-lite
+    # builds it in the trainer's dtype, float32 here (trl_lite/vllm_cpu.py: engine_dtype). What bf16 would have cost:
+    # the gap of a correct engine at step 0 (the same weights on both sides) is bf16 rounding, measured 0.0144 nats
+    # per token on this model, over the alarm's default threshold, against 9e-7 in float32
     assert _result("sync", request)["engine_dtype"] == "torch.float32"  # the runner leaves trl-lite's choice
     bf16 = _result("bf16", request)
     assert bf16["engine_dtype"] == "torch.bfloat16"
@@ -278,7 +278,9 @@ from tests.tiny import prompt_dataset, reward_digit_count, train_args
 module.LLM = functools.partial(vllm.LLM, dtype="float32")
 args = GRPOConfig(**train_args({str(tmp_path)!r}, use_vllm=True, vllm_mode="colocate", max_steps=1,
                   per_device_train_batch_size=8, vllm_gpu_memory_utilization=0.2, vllm_max_model_length=128))
-GRPOTrainer(model={engine_model_dir!r}, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset()).train()
+trainer = GRPOTrainer(model={engine_model_dir!r}, reward_funcs=reward_digit_count, args=args,
+                      train_dataset=prompt_dataset())
+trainer.train()
 """
     env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)

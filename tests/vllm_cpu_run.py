@@ -6,12 +6,14 @@
 
 The JSON case (all keys optional, see `CASE`) sets the training and what the probe records. The engine runs in the
 trainer's dtype, float32 (trl-lite's choice on this backend, `trl_lite.vllm_cpu.engine_dtype`), unless `"dtype"` names
-another (`"bfloat16"`: what vLLM would pick for a float32 checkpoint). Faults, for the alarm: `"nosync"` (a weight sync that never
-reaches the engine) and `"unmerged"` (a LoRA adapter that is never merged, so the engine gets the base weights).
+another (`"bfloat16"`: what vLLM would pick for a float32 checkpoint). Faults, for the alarm: `"nosync"` (a weight
+sync that never reaches the engine) and `"unmerged"` (a LoRA adapter that is never merged, so the engine gets the base
+weights).
 
 Rank 0 writes OUT_DIR/result.json: per generation and per process, the weight syncs since the previous generation,
 what vLLM said of each completion (finish reason, stop reason, length) against the trainer's truncation flags, the
-greedy completions of fixed prompts by the engine and by the trainer's model; the logs; the final weights' digest.
+greedy completions of fixed prompts by the engine and by the trainer's model; the logs. OUT_DIR/weights.pt: the final
+weights (float64).
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@ LitePPOTrainer with `use_vllm=True, vllm_mode="colocate"` through TRL's real `VL
     python tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO
     torchrun --nproc_per_node 2 tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO [zero3]
 
-Scenarios: `colocate` (plain), `sleep` (sleep mode), `overlong` (overlong filter, short completions), `dynamic`
-(dynamic sampling), `exact` (the stand-in replays fixed completions; the same training without vLLM replays them
-through a `rollout_func`; both aggregations), `alarm` (the stale-weight alarm, per case of `ALARM_CASES`: the
+Scenarios: `colocate` (plain), `sleep` (sleep mode), `alarm` (the stale-weight alarm, per case of `ALARM_CASES`: the
 stand-in's fault and dtype, sleep mode, steps, `on_sync_mismatch`), `seed` (one generation per seed of
 `SEED=42,43,...`: the completions each process sampled). Rank 0 writes OUT_DIR/result.json with what the probe saw.
+The real engine's counterpart, for what vLLM's CPU backend can do, is tests/vllm_cpu_run.py.
 """
 
 from __future__ import annotations
@@ -35,10 +34,7 @@ from tests.tiny import (  # noqa: E402  # noqa: E402
     leave_process_group,
     prompt_dataset,
     reward_digit_count,
-    snapshot,
     train_args,
-    uniform_or_mixed,
-    uniform_or_mixed_dataset,
 )
 from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
 
@@ -88,26 +84,20 @@ class StepEvents(TrainerCallback):
 
 def _settings(out, scenario, backend, **extra):
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    settings = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, per_device_train_batch_size=2 * GROUP // world
-                    if scenario != "dynamic" else 2 * GROUP, num_generations=GROUP, max_completion_length=8,
-                    learning_rate=0.1, bf16=False)
+    settings = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, per_device_train_batch_size=2 * GROUP // world,
+                    num_generations=GROUP, max_completion_length=8, learning_rate=0.1, bf16=False)
     if scenario == "sleep":
         settings["vllm_enable_sleep_mode"] = True
-    if scenario == "overlong":
-        settings.update(overlong_filter=True, max_completion_length=3)  # short: many completions are truncated
-    if scenario == "dynamic":
-        settings.update(dynamic_sampling=True, dynamic_sampling_max_rounds=20)
     if backend == "zero3":
         settings.update(deepspeed=ZERO3)
     return LitePPOConfig(**train_args(out, **{**settings, **extra}))
 
 
 def run(model_dir, out, scenario, backend="ddp"):
-    dynamic = scenario == "dynamic"
     events = StepEvents()
-    trainer = Probe(model=model_dir, reward_funcs=uniform_or_mixed if dynamic else reward_digit_count,
+    trainer = Probe(model=model_dir, reward_funcs=reward_digit_count,
                     args=_settings(out, scenario, backend),
-                    train_dataset=uniform_or_mixed_dataset(6, 6) if dynamic else prompt_dataset(),
+                    train_dataset=prompt_dataset(),
                     callbacks=[events])
     events.trainer = trainer
     trainer.train()
@@ -173,57 +163,8 @@ def run_seed(model_dir, out, backend="ddp"):
     return trainer, {"runs": runs, "world": trainer.accelerator.num_processes}
 
 
-def replay_rollout(prompts, trainer) -> dict:
-    """The stand-in's replayed completions without vLLM: prompts tokenized as TRL does for plain text, completions
-    from the same `replay_tokens`, log-probs unused (no importance sampling without vLLM)."""
-    from vllm._standin import replay_tokens
-
-    tokenizer = trainer.processing_class
-    prompt_ids = tokenizer(text=prompts)["input_ids"]
-    seen, completion_ids = {}, []
-    for ids in prompt_ids:
-        occurrence = seen.get(tuple(ids), 0)
-        seen[tuple(ids)] = occurrence + 1
-        completion_ids.append(replay_tokens(ids, occurrence, tokenizer, trainer.max_completion_length))
-    return {"prompt_ids": prompt_ids, "completion_ids": completion_ids,
-            "logprobs": [[0.0] * len(ids) for ids in completion_ids]}
-
-
-def run_exact(model_dir, out):
-    """Per aggregation: the vLLM run on replayed completions and the same training without vLLM."""
-    os.environ["VLLM_STANDIN_REPLAY"] = "1"
-    result = {}
-    for mode in ("token-mean", "seq-mean-token-mean"):
-        params = {}
-        for use_vllm in (True, False):
-            # float64: see tests/test_exactness.py; steps_per_generation 2 so that old log-probs are used too
-            args = LitePPOConfig(**train_args(
-                os.path.join(out, f"{mode}-{use_vllm}"), use_vllm=use_vllm, vllm_mode="colocate", max_steps=4,
-                per_device_train_batch_size=GROUP, num_generations=GROUP, steps_per_generation=2,
-                loss_aggregation=mode, overlong_filter=True, model_init_kwargs={"dtype": torch.float64}, bf16=False,
-            ))
-            trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
-                                     train_dataset=prompt_dataset(),
-                                     rollout_func=None if use_vllm else replay_rollout)
-            trainer.train()
-            params[use_vllm] = snapshot(trainer.model)
-            if use_vllm:
-                logs = [row for row in trainer.state.log_history if "loss" in row]
-        start = snapshot(type(trainer.model).from_pretrained(model_dir, dtype=torch.float64))
-        result[mode] = {
-            "difference": max((params[True][k] - params[False][k]).abs().max().item() for k in start),
-            "trained": max((params[False][k] - start[k]).abs().max().item() for k in start),
-            "is_ratio": [(row.get("sampling/importance_sampling_ratio/min"),
-                          row.get("sampling/importance_sampling_ratio/max")) for row in logs],
-        }
-    return result
-
-
 def main(model_dir, out, scenario, backend="ddp"):
-    if scenario == "exact":
-        result = run_exact(model_dir, out)
-        is_main = True
-    elif scenario in ("alarm", "seed"):
+    if scenario in ("alarm", "seed"):
         trainer, result = (run_seed if scenario == "seed" else run_alarm)(model_dir, out, backend)
         is_main = trainer.accelerator.is_main_process
     else:
