@@ -91,7 +91,8 @@ def test_contract_lists_exactly_the_trainer_internals_used(grpo_trainer):
     # what TRL's trainer has: its class, a built instance, and what transformers' Trainer sets later (in training)
     trl_names = set(dir(GRPOTrainer)) | set(vars(grpo_trainer)) | _class_uses(transformers.Trainer)[0]
     relied_on = {name for name in used | defined if name in trl_names} - PUBLIC - SHADOWED
-    listed = {a.name for a in CONTRACT if a.kind in ("method", "attribute", "runtime") and "." not in a.name}
+    listed = {a.name for a in CONTRACT if a.kind in ("method", "attribute", "runtime") and "." not in a.name
+              and a.owner != trl_contract._VLLM_GENERATION}
     assert relied_on == listed, (
         f"used but not in the contract: {sorted(relied_on - listed)}; in the contract but unused: "
         f"{sorted(listed - relied_on)}")
@@ -217,7 +218,37 @@ def test_broken_import(monkeypatch, name, how):
     _assert_names(error.value, name)
 
 
-@pytest.mark.parametrize("name", [a.name for a in CONTRACT if a.kind == "method"])
+def test_contract_lists_exactly_the_vllm_generation_methods_used():
+    """The methods of TRL's `VLLMGeneration` that trl_lite/vllm_cpu.py calls on `vllm_generation` are the contract's
+    VLLMGeneration entries."""
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    used = {node.attr for node in ast.walk(ast.parse((PACKAGE / "vllm_cpu.py").read_text()))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "vllm_generation"}
+    methods = {name for name in used if callable(getattr(VLLMGeneration, name, None))}
+    assert methods == {a.name for a in CONTRACT if a.owner == trl_contract._VLLM_GENERATION} == {
+        "_iter_named_params", "sync_weights"}
+
+
+@pytest.mark.parametrize("name", [a.name for a in CONTRACT if a.owner == trl_contract._VLLM_GENERATION])
+def test_missing_vllm_generation_method_is_named(monkeypatch, name):
+    # (both take no argument: there is no signature to compare)
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    monkeypatch.setattr(VLLMGeneration, name, None)
+    with pytest.raises(TRLContractError) as error:
+        check_trl()
+    _assert_names(error.value, name)
+
+
+def test_vllm_generation_module_without_llm_is_named(monkeypatch):
+    monkeypatch.setattr(trl_contract, "_import", lambda path: None)
+    with pytest.raises(TRLContractError, match=r"trl\.generation\.vllm_generation\.LLM` is missing"):
+        trl_contract.vllm_generation_module()
+
+
+@pytest.mark.parametrize("name", [a.name for a in CONTRACT
+                                  if a.kind == "method" and a.owner != trl_contract._VLLM_GENERATION])
 @pytest.mark.parametrize("how", ["missing", "signature"])
 def test_broken_method_stops_the_trainer_before_it_builds(monkeypatch, tiny_model_dir, tmp_path, name, how):
     monkeypatch.setattr(GRPOTrainer, name, None if how == "missing" else (lambda self, renamed_argument: None))

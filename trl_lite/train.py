@@ -306,8 +306,6 @@ def cli(argv: list[str] | None = None) -> None:
     try:  # a bad name or value (config, accelerate_config, any field) is one line, before anything is loaded
         parsed = parse_cli(train)
         accel = launch_args(accel) if accel else accel
-        if (problem := use_vllm_problem(parsed[1].use_vllm)) is not None:
-            raise ValueError(problem)
     except ValueError as err:
         sys.exit(f"{PROG}: error: {err}")
     if not accel:
@@ -410,6 +408,10 @@ def print_table(name: str, size: int, before: dict, after: dict) -> None:
 # The main job
 ################
 def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args: ModelConfig):
+    # use_vllm without a working vLLM: one line from each process that would train, before anything is loaded (the
+    # launching process itself needs no vLLM)
+    if (problem := use_vllm_problem(training_args.use_vllm)) is not None:
+        sys.exit(f"{PROG}: error: {problem}")
     # A path, or "true" for the last complete checkpoint in output_dir; checked before anything is loaded
     checkpoint = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
     builtin = script_args.dataset_name is None

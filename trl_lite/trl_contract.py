@@ -161,7 +161,9 @@ CONTRACT: tuple[Assumption, ...] = (
                verified_by="tests/test_vllm_cpu.py"),
     Assumption("sync_weights", "method", _VLLM_GENERATION,
                "`sync_weights()` pushes the trainer's weights to vLLM and resets its prefix cache; trl-lite replaces "
-               "it on the instance where vLLM runs on its CPU backend", verified_by="tests/test_vllm_cpu.py"),
+               "it on the instance where vLLM runs on its CPU backend. TRL builds the colocated engine as "
+               "`trl.generation.vllm_generation.LLM(...)` without a dtype (`vllm_generation_module`)",
+               verified_by="tests/test_vllm_cpu.py"),
     # ------------------------------------------------------------------ GRPOTrainer methods wrapped or called
     Assumption("_generate", "method", _GRPO,
                "`_generate(prompts)` returns a tuple whose item 1 is the completions' token ids, one list per prompt "
@@ -352,6 +354,9 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
                       "generators when it starts) or 'server'"),
         ("vllm_tensor_parallel_size", "the processes of one colocated engine, which share its seed"),
         ("bf16", "unset is None until GRPOConfig.__post_init__ turns it on; LitePPOConfig resolves it first"),
+        ("use_vllm", "whether vLLM generates: a working vLLM is required before the trainer is built, and on vLLM's "
+                     "CPU backend trl-lite syncs the weights itself"),
+        ("vllm_enable_sleep_mode", "vLLM's sleep mode, refused when the config is built on vLLM's CPU backend"),
     )
 )
 _CONFIG_DEFAULTS = {"bf16": None}  # the declared default a field must keep
@@ -360,6 +365,16 @@ _WARNED: set[str] = set()  # the out-of-range TRL versions already warned about
 
 # The private helpers, imported once and guarded: a missing one is None here and a broken assumption in `check_trl`.
 _IMPORT_ERRORS: dict[str, str] = {}
+
+
+def vllm_generation_module():
+    """TRL's `trl.generation.vllm_generation`, imported on use (it imports vLLM): its `LLM` is the name TRL builds the
+    colocated engine with. Raises [`TRLContractError`] when the module or that name is missing."""
+    module = _VLLM_GENERATION.rpartition(".")[0]
+    if _import(f"{module}.LLM") is None:
+        sync = next(a for a in CONTRACT if a.name == "sync_weights" and a.owner == _VLLM_GENERATION)
+        raise _error([(sync, f"`{module}.LLM` {_IMPORT_ERRORS.get(f'{module}.LLM', 'is missing')}")])
+    return importlib.import_module(module)
 
 
 def _import(path: str):

