@@ -49,6 +49,11 @@ def demo() -> int:
         changes()
         return 1
     got = _table(done.stdout)
+    if not got:
+        print(done.stdout[-2000:])
+        print("upstream BROKE the demo: `trl-lite train` printed no before/after table; changed since the reference:")
+        changes()
+        return 1
     if got == expected:
         print("upstream: the demo prints the README's figures on the newest releases too")
         return 0

@@ -1,10 +1,11 @@
 """TRL's real vLLM colocate path (`trl/generation/vllm_generation.py`) through LitePPOTrainer, on CPU, with the
 test-only vLLM stand-in of tests/vllm_standin (never importable outside these subprocesses), for what the real engine
-on CPU cannot do: sleep mode, which vLLM offers on CUDA, ROCm and XPU only.
+on CPU cannot do: sleep mode, which vLLM offers on CUDA, ROCm and XPU only, and TRL's own GPU sync path
+(`load_weights` per parameter, which fails on the CPU backend), run on every stack, so on every supported TRL.
 
-Everything else the stand-in used to show here (the sync every step, the overlong filter against vLLM's finish
-reasons, dynamic sampling's one sync per step, the update with vLLM equal to the one without, two processes with DDP
-and ZeRO-3) is shown on the real engine, vLLM's CPU backend, by tests/test_vllm_cpu.py (CI's vLLM stack)."""
+The rest of what the stand-in used to show here (the overlong filter against vLLM's finish reasons, dynamic
+sampling's one sync per step, the update with vLLM equal to the one without, two processes with DDP and ZeRO-3) is
+shown on the real engine, vLLM's CPU backend, by tests/test_vllm_cpu.py (CI's vLLM stack)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,21 @@ def test_standin_is_never_importable_outside_the_tests():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         packages = tomllib.load(f)["tool"]["setuptools"]["packages"]
     assert all(name.startswith("trl_lite") for name in packages)  # the distribution ships trl_lite only
+
+
+def test_colocate_syncs_the_trained_weights_every_step_on_every_supported_trl(tiny_model_dir, tmp_path):
+    # TRL's own GPU sync path (`load_weights` per parameter), on whichever supported TRL this stack installed (the
+    # real-engine tests run on the vLLM stack's TRL 1.16 only, with trl-lite's CPU sync)
+    result = _run(tiny_model_dir, tmp_path, "colocate")
+    _check_weight_sync(result)
+    # One sync per optimizer step, before that step's generation (TRL syncs when global_step moved)
+    assert result["events_per_step"] == [["sync", "generate"]] * 3
+    # The stand-in samples from the synced weights with vLLM's processed logprobs: TRL's importance-sampling ratio
+    # (vllm_importance_sampling_correction, on by default) is 1 up to float32 rounding
+    for row in result["logs"]:
+        assert abs(row["sampling/importance_sampling_ratio/min"] - 1) < 1e-4
+        assert abs(row["sampling/importance_sampling_ratio/max"] - 1) < 1e-4
+    assert result["llm_seed"] == 0  # colocate seeds each process's engine with its process index
 
 
 def test_sleep_mode_pushes_the_weights_again_after_each_sleep(tiny_model_dir, tmp_path):

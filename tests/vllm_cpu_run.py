@@ -7,8 +7,8 @@
 The JSON case (all keys optional, see `CASE`) sets the training and what the probe records. The engine runs in the
 trainer's dtype, float32 (trl-lite's choice on this backend, `trl_lite.vllm_cpu.engine_dtype`), unless `"dtype"` names
 another (`"bfloat16"`: what vLLM would pick for a float32 checkpoint). Faults, for the alarm: `"nosync"` (a weight
-sync that never reaches the engine) and `"unmerged"` (a LoRA adapter that is never merged, so the engine gets the base
-weights).
+sync that never reaches the engine), `"norefresh"` (vLLM's layerwise reload without packing the tied LM head again) and
+`"unmerged"` (a LoRA adapter that is never merged, so the engine gets the base weights).
 
 Rank 0 writes OUT_DIR/result.json: per generation and per process, the weight syncs since the previous generation,
 what vLLM said of each completion (finish reason, stop reason, length) against the trainer's truncation flags, the
@@ -172,6 +172,8 @@ def _install_faults_and_recorders(trainer, case):
 
     llm.generate = recorded_generate
     trainer.engine_generate = generate  # the probe's own greedy generations are not recorded
+    if case["fault"] == "norefresh":  # the layerwise reload alone: a tied LM head keeps its old packed copy
+        vllm_cpu.refresh_packed_heads = lambda model: []
     if case["fault"] == "unmerged":  # the adapter never reaches the engine: TRL pushes the base weights
         trainer.model.merge_adapter = lambda *a, **k: None
         trainer.model.unmerge_adapter = lambda *a, **k: None
@@ -200,7 +202,7 @@ def main(model_dir, out, case_json):
     unknown = set(json.loads(case_json)) - set(CASE)
     assert not unknown, f"unknown case keys {unknown}"
     if case["dtype"] != "trainer":  # another dtype than trl-lite's choice on this backend (the trainer's)
-        vllm_cpu.engine_dtype = lambda args: case["dtype"]
+        vllm_cpu.engine_dtype = lambda args, model=None: case["dtype"]
     records = _Records()
     logging.getLogger("trl_lite.sync_check").addHandler(records)
     dynamic = case["dynamic"]

@@ -28,6 +28,7 @@ from .trl_contract import (
     check_trl,
     get_config_model_id,
 )
+from .truncation import stop_strings, truncated_flags
 from .vllm_cpu import engine_in_trainer_dtype, use_cpu_sync, use_vllm_problem
 
 # TRL 1.16 loss types whose branch of `GRPOTrainer._compute_loss` sums per-token losses over the step
@@ -153,7 +154,7 @@ class LitePPOTrainer(
                 "dynamic_sampling=True is not supported with an IterableDataset train_dataset; expected a map-style "
                 "dataset, from which fresh prompts are drawn to refill the batch."
             )
-        with engine_in_trainer_dtype(args):  # vLLM's CPU backend: the engine in the trainer's dtype (vllm_cpu.py)
+        with engine_in_trainer_dtype(args, model):  # vLLM's CPU backend: the engine in the trainer's dtype
             super().__init__(
                 model, reward_funcs, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                 processing_class=processing_class, reward_processing_classes=reward_processing_classes,
@@ -191,12 +192,11 @@ class LitePPOTrainer(
     def _generate(self, prompts: list):
         output = super()._generate(prompts)
         self._check_once(check_generate_output, output, len(prompts))
-        # Truncated = cut by the length limit: `max_completion_length` tokens that do not end with EOS (vLLM's
-        # finish_reason "length"; transformers' generate likewise). TRL's `mask_truncated_completions` rule ("the
-        # last token is neither EOS nor padding") also flags completions that a stop string ended early, and misses
-        # one whose last sampled token is the padding token.
-        eos = set(self.eos_token_ids)
-        truncated = [bool(ids) and ids[-1] not in eos and len(ids) >= self.max_completion_length for ids in output[1]]
+        # Truncated = cut by the length limit (vLLM's finish_reason "length"), see trl_lite/truncation.py
+        truncated = truncated_flags(
+            output[1], set(self.eos_token_ids), self.max_completion_length,
+            stop_strings(self.args.generation_kwargs), self.processing_class.decode,
+        )
         self._lite_truncated = torch.tensor(truncated, dtype=torch.bool, device=self.accelerator.device)  # (B,)
         return output
 

