@@ -72,7 +72,8 @@ def run(model: str, generator: str, steps: int, out: str, engine_dtype: str | No
     args = LitePPOConfig(**train_args(
         out, max_steps=steps, per_device_train_batch_size=64, num_generations=8, max_completion_length=LENGTH[model],
         learning_rate=1e-4, optim="adamw_torch", use_vllm=generator == "vllm", vllm_mode="colocate",
-        vllm_gpu_memory_utilization=0.3, vllm_max_model_length=64 if model == "demo" else 512, on_sync_mismatch="ignore",
+        vllm_gpu_memory_utilization=0.3, vllm_max_model_length=64 if model == "demo" else 512,
+        on_sync_mismatch="ignore",
         steps_per_generation=1, gradient_accumulation_steps=1,
     ))
     trainer = LitePPOTrainer(model=model_dir, reward_funcs=_reward, args=args, train_dataset=dataset)

@@ -200,7 +200,7 @@ def _fields(check: str, output_dir: str, steps: int, max_length: int, seed: int)
     fields = dict(output_dir=output_dir, use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
                   max_steps=steps, per_device_train_batch_size=16, num_generations=8, max_completion_length=max_length,
                   learning_rate=1e-4, logging_steps=1, report_to="none", save_strategy="no", seed=seed,
-                  bf16=torch.cuda.is_available(), use_cpu=not torch.cuda.is_available())  # CPU: --cpu, and the stand-in's test
+                  bf16=torch.cuda.is_available(), use_cpu=not torch.cuda.is_available())  # CPU: --cpu, the stand-in
     if check == "sleep_mode":
         fields["vllm_enable_sleep_mode"] = True
     if check == "dynamic_sampling":
@@ -305,9 +305,13 @@ def _command(check: str, model_dir: str, out: str, steps: int, max_length: int, 
              resume: bool = False) -> list[str]:
     script = os.path.abspath(__file__)
     if check == "zero3":
+        import torch
+
+        # the shipped config trains in bf16 (a GPU's); a CPU run is float32 (--cpu, and the stand-in's test)
+        precision = [] if torch.cuda.is_available() else ["--mixed_precision", "no"]
         command = ["accelerate", "launch", "--config_file",
                    os.path.join(ROOT, "trl_lite", "accelerate_configs", "deepspeed_zero3.yaml"), "--num_processes",
-                   "1", script]
+                   "1", *precision, script]
     else:
         command = [sys.executable, script]
     command += ["--worker", check, "--model", model_dir, "--result", out, "--steps", str(steps),

@@ -223,8 +223,9 @@ def test_contract_lists_exactly_the_vllm_generation_methods_used():
     VLLMGeneration entries."""
     from trl.generation.vllm_generation import VLLMGeneration
 
-    used = {node.attr for node in ast.walk(ast.parse((PACKAGE / "vllm_cpu.py").read_text()))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "vllm_generation"}
+    tree = ast.parse((PACKAGE / "vllm_cpu.py").read_text())
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id == "vllm_generation"}
     methods = {name for name in used if callable(getattr(VLLMGeneration, name, None))}
     assert methods == {a.name for a in CONTRACT if a.owner == trl_contract._VLLM_GENERATION} == {
         "_iter_named_params", "sync_weights"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import string
 
 import torch
@@ -44,6 +45,17 @@ def build_tiny_model(path, seed: int = 0) -> str:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+class LogRecords(logging.Handler):
+    """Keeps the messages of the records a logger emits (add it with `logging.getLogger(name).addHandler`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
 
 
 def leave_process_group() -> None:

@@ -37,6 +37,7 @@ from datasets import Dataset  # noqa: E402
 from tests.dist_run import ZERO3  # noqa: E402
 from tests.tiny import (  # noqa: E402
     GROUP,
+    LogRecords,
     leave_process_group,
     prompt_dataset,
     reward_digit_count,
@@ -57,15 +58,6 @@ CASE = dict(
 )
 GREEDY_PROMPTS = ["1+2?", "7+5?", "3+9?"]  # fixed prompts for the independent check (greedy, engine vs trainer)
 GREEDY_TOKENS = 8
-
-
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
 
 
 def _engine(trainer):
@@ -203,7 +195,7 @@ def main(model_dir, out, case_json):
     assert not unknown, f"unknown case keys {unknown}"
     if case["dtype"] != "trainer":  # another dtype than trl-lite's choice on this backend (the trainer's)
         vllm_cpu.engine_dtype = lambda args, model=None: case["dtype"]
-    records = _Records()
+    records = LogRecords()
     logging.getLogger("trl_lite.sync_check").addHandler(records)
     dynamic = case["dynamic"]
     args = _settings(os.path.join(out, "run"), case)

@@ -29,8 +29,9 @@ from accelerate.utils import gather_object  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from tests.dist_run import ZERO3  # noqa: E402
-from tests.tiny import (  # noqa: E402  # noqa: E402
+from tests.tiny import (  # noqa: E402
     GROUP,
+    LogRecords,
     leave_process_group,
     prompt_dataset,
     reward_digit_count,
@@ -108,19 +109,10 @@ def run(model_dir, out, scenario, backend="ddp"):
                      "llm_seed": trainer.vllm_generation.llm.seed}
 
 
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 def run_alarm(model_dir, out, backend="ddp"):
     """The stale-weight alarm, per case of `ALARM_CASES` (a JSON list of {"fault", "dtype", "sleep", "steps", "mode"}),
     one trainer after the other in this process: the gap logged per step, the warnings, the error if any."""
-    records = _Records()
+    records = LogRecords()
     logging.getLogger("trl_lite.sync_check").addHandler(records)
     results = []
     for index, case in enumerate(json.loads(os.environ["ALARM_CASES"])):
