@@ -357,6 +357,9 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
         ("use_vllm", "whether vLLM generates: a working vLLM is required before the trainer is built, and on vLLM's "
                      "CPU backend trl-lite syncs the weights itself"),
         ("vllm_enable_sleep_mode", "vLLM's sleep mode, refused when the config is built on vLLM's CPU backend"),
+        ("generation_kwargs", "extra generation settings; its stop strings (`stop`, `stop_strings`) end a completion "
+                              "without cutting it (trl_lite/truncation.py)"),
+        ("model_init_kwargs", "how a model given by name is loaded; its `dtype` is the CPU engine's (vllm_cpu.py)"),
     )
 )
 _CONFIG_DEFAULTS = {"bf16": None}  # the declared default a field must keep

@@ -84,7 +84,7 @@ def engine_dtype(args, model=None) -> str:
     threshold, and TRL's importance-sampling ratio corrects for rounding rather than for staleness.
     """
     if isinstance(model, str) or model is None:
-        dtype = (getattr(args, "model_init_kwargs", None) or {}).get("dtype")
+        dtype = (args.model_init_kwargs or {}).get("dtype")
     else:
         dtype = getattr(model, "dtype", None)
     name = str(dtype).removeprefix("torch.") if dtype is not None else None
