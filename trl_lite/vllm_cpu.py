@@ -149,14 +149,6 @@ def refresh_packed_heads(model: torch.nn.Module) -> list[str]:
     return names
 
 
-class _TiedHeadNotice(logging.Filter):
-    """Drops vLLM's "ParallelLMHead: Failed to load weights" during a sync: a tied head loads nothing by design (the
-    embedding loads the shared weight) and [`refresh_packed_heads`] packs it again right after."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != "ParallelLMHead: Failed to load weights"
-
-
 def sync_weights(vllm_generation) -> None:
     """TRL's colocated `VLLMGeneration.sync_weights`, through vLLM's layerwise reload (for vLLM's CPU backend).
 
@@ -164,14 +156,7 @@ def sync_weights(vllm_generation) -> None:
     cache reset as TRL does. Every process takes part: the iterator gathers ZeRO-3 shards collectively.
     """
     runner = _model_runner(vllm_generation)
-    reload_log = logging.getLogger("vllm.model_executor.model_loader.reload.layerwise")
-    notice = _TiedHeadNotice()
-    reload_log.addFilter(notice)
-    try:
-        runner.reload_weights(weights_iterator=_detached(vllm_generation._iter_named_params()),
-                              is_checkpoint_format=True)
-    finally:
-        reload_log.removeFilter(notice)
+    runner.reload_weights(weights_iterator=_detached(vllm_generation._iter_named_params()), is_checkpoint_format=True)
     refresh_packed_heads(runner.get_model())
     vllm_generation.llm.reset_prefix_cache()
 
