@@ -80,6 +80,10 @@ class LitePPOTrainer(
       transformers do not, TRL's micro-step counter, the generation batch of an unfinished cycle, the refill sampler
       position, the completions counter and the open logging window, so a resumed run is the uninterrupted one.
 
+    - **vLLM on its CPU backend** (`use_vllm=True, vllm_mode="colocate"` without a GPU, [`~trl_lite.vllm_cpu`]): the
+      weights are synced through vLLM's layerwise reload, a tied LM head is packed again, and the engine runs in the
+      trainer's dtype; TRL's own sync fails there. On a GPU, TRL's path is unchanged.
+
     TRL metrics stay as they are; Lite PPO adds `advantages/*` (mean, std, abs_mean, frac_zero_std_groups per group
     whatever the std level, std_kept under `advantage_std="auto"`), `overlong/frac_truncated`,
     `overlong/frac_filtered`, `generation/*` (rounds and completions each generation batch cost), and the
