@@ -69,7 +69,7 @@ class Probe(LitePPOTrainer):
     (after the sync) the greedy completions of fixed prompts by the engine and by the trainer's model."""
 
     def _generate(self, prompts):
-        probe = self.__dict__.setdefault("probe", {"generations": [], "syncs": 0, "outputs": None})
+        probe = self.probe  # set up by `_install_faults_and_recorders`
         syncs_before = probe["syncs"]
         output = super()._generate(prompts)
         outputs = [o for request in probe.pop("last_outputs") for o in request.outputs]
@@ -111,8 +111,6 @@ def _settings(out, case) -> LitePPOConfig:
     extra = {}
     if case["backend"] == "zero3":
         extra["deepspeed"] = ZERO3
-    if case["lora"]:
-        from peft import LoraConfig  # noqa: F401  (PEFT must be installed)
     if case["overlong"]:
         extra["overlong_filter"] = True
     if case["stop"]:
@@ -146,7 +144,7 @@ def _peft_config(case):
 
 def _install_faults_and_recorders(trainer, case):
     generation = trainer.vllm_generation
-    probe = trainer.__dict__.setdefault("probe", {"generations": [], "syncs": 0})
+    probe = trainer.probe = {"generations": [], "syncs": 0}
     sync = generation.sync_weights
 
     def counted_sync():

@@ -2,7 +2,7 @@
 LitePPOTrainer with `use_vllm=True, vllm_mode="colocate"` through TRL's real `VLLMGeneration`.
 
     python tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO
-    torchrun --nproc_per_node 2 tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO [zero3]
+    torchrun --nproc_per_node 2 tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO
 
 Scenarios: `colocate` (plain), `sleep` (sleep mode), `alarm` (the stale-weight alarm, per case of `ALARM_CASES`: the
 stand-in's fault and dtype, sleep mode, steps, `on_sync_mismatch`), `seed` (one generation per seed of
@@ -28,7 +28,6 @@ import vllm  # noqa: E402
 from accelerate.utils import gather_object  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
-from tests.dist_run import ZERO3  # noqa: E402
 from tests.tiny import (  # noqa: E402
     GROUP,
     LogRecords,
@@ -43,13 +42,8 @@ assert getattr(vllm, "STANDIN", False), "tests/vllm_run.py must run on the test 
 
 
 def _policy_params(trainer) -> dict[str, torch.Tensor]:
-    """The policy's current full parameters on this process (gathered from their ZeRO-3 shards if need be)."""
+    """The policy's current parameters on this process."""
     model = trainer.accelerator.unwrap_model(trainer.model)
-    if trainer.is_deepspeed_enabled:
-        import deepspeed
-
-        with deepspeed.zero.GatheredParameters(list(model.parameters())):
-            return {name: p.detach().clone() for name, p in model.named_parameters()}
     return {name: p.detach().clone() for name, p in model.named_parameters()}
 
 
@@ -83,21 +77,19 @@ class StepEvents(TrainerCallback):
         self.seen = len(events)
 
 
-def _settings(out, scenario, backend, **extra):
+def _settings(out, scenario, **extra):
     world = int(os.environ.get("WORLD_SIZE", "1"))
     settings = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, per_device_train_batch_size=2 * GROUP // world,
                     num_generations=GROUP, max_completion_length=8, learning_rate=0.1, bf16=False)
     if scenario == "sleep":
         settings["vllm_enable_sleep_mode"] = True
-    if backend == "zero3":
-        settings.update(deepspeed=ZERO3)
     return LitePPOConfig(**train_args(out, **{**settings, **extra}))
 
 
-def run(model_dir, out, scenario, backend="ddp"):
+def run(model_dir, out, scenario):
     events = StepEvents()
     trainer = Probe(model=model_dir, reward_funcs=reward_digit_count,
-                    args=_settings(out, scenario, backend),
+                    args=_settings(out, scenario),
                     train_dataset=prompt_dataset(),
                     callbacks=[events])
     events.trainer = trainer
@@ -109,7 +101,7 @@ def run(model_dir, out, scenario, backend="ddp"):
                      "llm_seed": trainer.vllm_generation.llm.seed}
 
 
-def run_alarm(model_dir, out, backend="ddp"):
+def run_alarm(model_dir, out):
     """The stale-weight alarm, per case of `ALARM_CASES` (a JSON list of {"fault", "dtype", "sleep", "steps", "mode"}),
     one trainer after the other in this process: the gap logged per step, the warnings, the error if any."""
     records = LogRecords()
@@ -118,7 +110,7 @@ def run_alarm(model_dir, out, backend="ddp"):
     for index, case in enumerate(json.loads(os.environ["ALARM_CASES"])):
         os.environ["VLLM_STANDIN_FAULT"], os.environ["VLLM_STANDIN_DTYPE"] = case["fault"], case["dtype"]
         records.messages = []
-        args = _settings(os.path.join(out, str(index)), "alarm", backend, max_steps=case["steps"],
+        args = _settings(os.path.join(out, str(index)), "alarm", max_steps=case["steps"],
                          on_sync_mismatch=case["mode"], vllm_enable_sleep_mode=case["sleep"],
                          top_p=case.get("top_p", 1.0))
         trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
@@ -139,12 +131,12 @@ def run_alarm(model_dir, out, backend="ddp"):
     return trainer, {"cases": results, "world": trainer.accelerator.num_processes}
 
 
-def run_seed(model_dir, out, backend="ddp"):
+def run_seed(model_dir, out):
     """One generation per seed of `SEED` (comma-separated; no training), one trainer after the other in this process:
     the completions and request seeds of each process, per seed."""
     runs = []
     for seed in os.environ["SEED"].split(","):
-        args = _settings(os.path.join(out, seed), "colocate", backend, max_steps=1, learning_rate=0.0, seed=int(seed))
+        args = _settings(os.path.join(out, seed), "colocate", max_steps=1, learning_rate=0.0, seed=int(seed))
         trainer = LitePPOTrainer(model=model_dir, reward_funcs=reward_digit_count, args=args,
                                  train_dataset=prompt_dataset())
         trainer.train()
@@ -155,12 +147,12 @@ def run_seed(model_dir, out, backend="ddp"):
     return trainer, {"runs": runs, "world": trainer.accelerator.num_processes}
 
 
-def main(model_dir, out, scenario, backend="ddp"):
+def main(model_dir, out, scenario):
     if scenario in ("alarm", "seed"):
-        trainer, result = (run_seed if scenario == "seed" else run_alarm)(model_dir, out, backend)
+        trainer, result = (run_seed if scenario == "seed" else run_alarm)(model_dir, out)
         is_main = trainer.accelerator.is_main_process
     else:
-        trainer, result = run(model_dir, out, scenario, backend)
+        trainer, result = run(model_dir, out, scenario)
         is_main = trainer.accelerator.is_main_process
     if is_main:
         with open(os.path.join(out, "result.json"), "w") as f:
