@@ -55,23 +55,36 @@ POLICIES = {
     # long (Takeaways 6-8): the base-like mix with a terminating 80-120-token format in 10% of its data (from filler)
     "long": {"styles": {"direct": 0.25, "step": 0.35, "careful": 0.10, "filler": 0.10, "loop": 0.10, "long": 0.10},
              "step_noise": 0.08, "direct_noise": 0.3, "carry_error": 0.0, "seed": 5, "init": "base"},
+    # Fine-tuned for the lab's version 2 (issue 29):
+    # recheck (Takeaway 5 with credit): careful steps that drop a units carry half the time; after a dropped carry,
+    # `chk` and the step written right follow half the time, so the connective decides the answer
+    "recheck": {"styles": {"recheck": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.5,
+                "recheck": 0.5, "seed": 6, "init": "connective"},
+    # verbose (Takeaways 6 and 8): base-like, long wrong completions common: the long format (ending at 80-120 tokens,
+    # not cut in its SFT data) and loops, with noisy steps
+    "verbose": {"styles": {"direct": 0.15, "step": 0.2, "long": 0.35, "loop": 0.2, "filler": 0.1}, "step_noise": 0.12,
+                "direct_noise": 0.3, "carry_error": 0.0, "seed": 7, "init": "base", "max_len": 124},
+    # scratch (Takeaway 7): a clean scratchpad (right unless it is cut) or a noisy direct answer
+    "scratch": {"styles": {"step": 0.6, "direct": 0.4}, "step_noise": 0.0, "direct_noise": 0.6, "carry_error": 0.05,
+                "seed": 8, "init": "aligned"},
 }
 FINE_TUNE = {"max_steps": 800, "learning_rate": 1e-3}
 
 
 def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
     """Pre-tokenized SFT rows (`input_ids`, `completion_mask`): prompt `a+b+...=`, then the completion and EOS (none
-    after a loop, which is cut at MAX_LEN)."""
+    after a loop, which is cut at the policy's `max_len`, MAX_LEN unless it says otherwise)."""
     spec = POLICIES[policy]
+    max_len = spec.get("max_len", MAX_LEN)
     rng = random.Random(spec["seed"])
     styles, weights = zip(*spec["styles"].items())
     rows = {"input_ids": [], "completion_mask": []}
     for nums in sample_problems(n, split="train", seed=spec["seed"]):
         text, ends = write_completion(nums, rng.choices(styles, weights)[0], rng, carry_error=spec["carry_error"],
-                                      step_noise=spec["step_noise"], direct_noise=spec["direct_noise"], max_len=MAX_LEN,
+                                      step_noise=spec["step_noise"], direct_noise=spec["direct_noise"], max_len=max_len,
                                       recheck=spec.get("recheck", 0.0))
         prompt = tokenizer(question(nums) + "=", add_special_tokens=False)["input_ids"]
-        completion = tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_LEN]
+        completion = tokenizer(text, add_special_tokens=False)["input_ids"][:max_len]
         if ends:
             completion = completion + [tokenizer.eos_token_id]
         rows["input_ids"].append(prompt + completion)

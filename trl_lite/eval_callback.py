@@ -11,7 +11,7 @@ from collections.abc import Callable
 from transformers import TrainerCallback
 
 from .data import transformers_sampler
-from .evaluation import evaluate_benchmarks
+from .scoring import evaluate_benchmarks
 
 
 class MathEvalCallback(TrainerCallback):

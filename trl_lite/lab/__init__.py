@@ -16,6 +16,14 @@ See `bench/lab/README.md` for the results and `docs/lab.md` for the design.
 from __future__ import annotations
 
 from .cli import main
-from .experiments import EXPERIMENTS, Arm, Experiment, Gate, Primary, arm, preregistration_sha256
+from .experiments import (
+    EXPERIMENTS,
+    Arm,
+    Experiment,
+    Gate,
+    Primary,
+    arm,
+    experiment_sha256,
+)
 
-__all__ = ["EXPERIMENTS", "Arm", "Experiment", "Gate", "Primary", "arm", "main", "preregistration_sha256"]
+__all__ = ["EXPERIMENTS", "Arm", "Experiment", "Gate", "Primary", "arm", "experiment_sha256", "main"]

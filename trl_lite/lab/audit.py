@@ -10,8 +10,9 @@ Measures (`audit.json`, flat keys):
 - `add/<policy>/acc@T1`: held-out accuracy of the two ADD policy sizes at temperature 1 (clip scaling);
 - `sumk/<policy>/<measure>`: the SUM-k policies' held-out evaluation (1,000 problems x 4 samples to 160 tokens):
   `acc`, `would_be_correct_share@tight` (of the completions cut at 28 tokens, the share right with more room),
-  `truncated_n` and `ending_share_of_truncated` (cut at 96 tokens; of those, the share that end by 160),
-  `long_wrong_share`, `carry_drop_rate`.
+  `truncated_n` and `ending_share_of_truncated` (cut at 96 tokens; of those, the share that end by the horizon),
+  `long_wrong_share`, `carry_drop_rate`, `trunc_share@tight` and `trunc_share@long` (the share cut at 28 and 124
+  tokens), `recheck_link` (accuracy after a dropped carry fixed by a recheck - after one left alone).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 
-from .experiments import (
+from .design import (
     ADD_SETTINGS,
     AUDIT_PROBLEMS,
     EVAL_PROBLEMS,
@@ -27,9 +28,9 @@ from .experiments import (
     Experiment,
     Gate,
     policy_dir,
-    preregistration_sha256,
     weights_sha256,
 )
+from .provenance import engine_sha256
 from .results import AUDIT_FILE, check_provenance
 
 
@@ -85,6 +86,9 @@ def _sumk_policy(output: dict, policy: str, output_dir: str, eval_problems: int)
         f"sumk/{policy}/ending_share_of_truncated": 1 - unending if unending == unending else float("nan"),
         f"sumk/{policy}/long_wrong_share": initial["long_wrong_share"],
         f"sumk/{policy}/carry_drop_rate": initial["carry_drop_rate"],
+        f"sumk/{policy}/trunc_share@tight": initial["trunc_share@tight"],
+        f"sumk/{policy}/trunc_share@long": initial["trunc_share@long"],
+        f"sumk/{policy}/recheck_link": initial["recheck_link"],
     })
 
 
@@ -101,7 +105,7 @@ def audit(output_dir: str, names: list[str] | None = None, *, progress: bool = T
     from .runner import initial_eval
 
     path = os.path.join(output_dir, AUDIT_FILE)
-    measures: dict = {"preregistration_sha256": preregistration_sha256()}
+    measures: dict = {"engine_sha256": engine_sha256()}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             measures = json.load(f)
@@ -123,8 +127,12 @@ def audit(output_dir: str, names: list[str] | None = None, *, progress: bool = T
             _sumk_policy(measures, policy, output_dir, eval_problems)
     if measures != before or not os.path.exists(os.path.join(output_dir, "audit.md")):
         os.makedirs(output_dir, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
+        if os.path.exists(path):  # another process (a pilot next to this one) may have added its parts meanwhile
+            with open(path, encoding="utf-8") as f:
+                measures = {**json.load(f), **{k: v for k, v in measures.items() if before.get(k) != v}}
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(measures, f, indent=2)
+        os.replace(path + ".tmp", path)
         with open(os.path.join(output_dir, "audit.md"), "w", encoding="utf-8") as f:
             f.write(audit_markdown(measures))
     return measures
@@ -135,7 +143,7 @@ def audit_markdown(measures: dict) -> str:
              "Fresh samples of the initial policies, before any training (`trl_lite/lab/audit.py`).", "",
              "## Measures", "", "| measure | value |", "|---|---|"]
     lines += [f"| `{key}` | {value:.3f} |" for key, value in measures.items() if isinstance(value, (int, float))]
-    lines += ["", f"preregistration_sha256 `{measures['preregistration_sha256']}`; policy weights (SHA-256): "
+    lines += ["", f"engine_sha256 `{measures['engine_sha256']}`; policy weights (SHA-256): "
               + ", ".join(f"{key[len('weights/'):]} `{value[:12]}`" for key, value in measures.items()
                           if key.startswith("weights/"))]
     lines += ["", "## Audit gates", "", "| experiment | gate | value | threshold | passed |", "|---|---|---|---|---|"]

@@ -1,8 +1,9 @@
 """`trl-lite lab`: list the experiments, audit the initial policies, run the experiments, write the summary.
 
-    trl-lite lab list                                    # the experiments, their arms, tests and gates
+    trl-lite lab list [--markdown]                       # the experiments, their arms, tests and gates
     trl-lite lab audit --output-dir runs/lab             # fresh samples of the initial policies (minutes)
-    trl-lite lab run all --output-dir runs/lab           # audit, then every run (resumes; keeps finished runs)
+    trl-lite lab pilot 4 --output-dir runs/lab           # pilot seeds: registers the experiment if every gate passes
+    trl-lite lab run all --output-dir runs/lab           # audit, then every registered run (resumes)
     trl-lite lab run 4,5 --output-dir runs/lab --shard 0/2   # and --shard 1/2 in a second process
     trl-lite lab report all --output-dir runs/lab        # verdicts, figures, summary.md / summary.json (reads only)
 """
@@ -47,10 +48,17 @@ def _shard(value: str) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="trl-lite lab", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the experiments, their arms, tests and gates")
+    list_parser = sub.add_parser("list", help="the experiments, their arms, tests and gates")
+    list_parser.add_argument("--markdown", action="store_true",
+                             help="the pre-registration table (markdown), generated from the definitions")
     audit_parser = sub.add_parser("audit", help="fresh samples of the initial policies; which audit gates pass")
     audit_parser.add_argument("--output-dir", default="runs/lab")
-    run_parser = sub.add_parser("run", help="the audit, then the runs of the experiments whose audit gates pass")
+    pilot_parser = sub.add_parser("pilot", help="pilot seeds; writes pilots/<id>.json and registers the experiment "
+                                                "if every gate passed with the margin")
+    pilot_parser.add_argument("takeaways", help=f"'all' or comma-separated among {EXPERIMENTS.names()}")
+    pilot_parser.add_argument("--output-dir", default="runs/lab")
+    run_parser = sub.add_parser("run", help="the audit, then the runs of the registered experiments whose audit gates "
+                                            "pass")
     report_parser = sub.add_parser("report", help="verdicts, figures, summary.md and summary.json from finished runs")
     for p in (run_parser, report_parser):
         p.add_argument("takeaways", help=f"'all' or comma-separated among {EXPERIMENTS.names()}")
@@ -66,7 +74,20 @@ def main(argv: list[str] | None = None) -> None:
                             help="Run every N-th run from the I-th (split a lab over processes).")
     args = parser.parse_args(argv)
     if args.command == "list":
-        print(describe())
+        if args.markdown:
+            from .report import preregistration
+
+            print(preregistration(), end="")
+        else:
+            print(describe())
+    elif args.command == "pilot":
+        from .pilot import pilot
+
+        for name in _names(args.takeaways):
+            record = pilot(name, args.output_dir)
+            failed = [g["name"] for g in record["gates"] if not g["passed_with_margin"]]
+            print(f"{record['id']}: pilot {'passed: registered' if record['passed'] else 'FAILED: ' + '; '.join(failed)}",
+                  file=sys.stderr)
     elif args.command == "audit":
         from .audit import audit
 

@@ -9,9 +9,8 @@ import math
 
 import torch
 
-from ..evaluation import pass_at_k
-from .stats import mean  # noqa: F401  (re-exported: the lab's scripts read it from here)
-
+from ..scoring import pass_at_k
+from .stats import mean
 
 LONG_WRONG = 40  # tokens: a wrong completion longer than this is a "long wrong" one (Takeaway 6)
 
@@ -117,7 +116,8 @@ def sample_rewards(groups: list[list[tuple[list[int], bool]]], answers: list[str
 
 
 def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str], ks: list[int], tokenizer, *,
-                  budgets: dict[str, int], classify=None, carry=None, problems: list[str] | None = None) -> dict:
+                  budgets: dict[str, int], classify=None, carry=None, problems: list[str] | None = None,
+                  primary: str | None = None) -> dict:
     """Accuracy, pass@n, accuracy for k >= 5, lengths by correctness, truncation and format shares, at each budget.
 
     `groups[i]`: the samples of problem i (token ids without EOS, ended), sampled at least as far as the longest
@@ -125,14 +125,14 @@ def score_samples(groups: list[list[tuple[list[int], bool]]], answers: list[str]
     completions cut at a budget would have ended (`unending_share`: the share of the cut ones that did not end within
     the sample) and been right (`would_be_correct_share`). `classify(text, truncated, k) -> format` and `carry(text, problem) ->
     (carries, dropped)` (with `problems[i]` the prompt's text) add the SUM-k measures. Keys are `<measure>` for the
-    longest budget and `<measure>@<name>` for others.
+    `primary` budget (the longest when None) and `<measure>@<name>` for others.
     """
     from ..rewards import last_boxed
 
-    longest = max(budgets.values())
+    main = primary or max(budgets, key=budgets.get)
     out: dict = {}
     for name, budget in budgets.items():
-        suffix = "" if budget == longest else f"@{name}"
+        suffix = "" if name == main else f"@{name}"
         correct_n, total, per_problem, k5 = 0, 0, [], []
         lengths = {True: [], False: []}
         truncated_n, loops, would_be, formats, unending, long_wrong = 0, 0, 0, {}, 0, 0

@@ -1,19 +1,6 @@
-"""Verdicts, figures, `summary.md` and `summary.json` from the lab's finished runs. Reads only: a missing run is an
-error naming it, never a reason to train.
-
-The verdict of an experiment, fixed before the runs (`trl_lite/lab/experiments.py` for the definitions,
-`trl_lite/lab/stats.py` for the tests):
-
-1. *untestable* when one of its gates fails: an audit gate (measured on the initial policy before training; the arms
-   were never run) or a runs gate (measured on the finished runs, pooled over seeds). The gate and its value are
-   reported; its primary tests leave the family.
-2. Otherwise each primary test is a two-sided one-sample t-test on the per-seed paired effects (or a TOST equivalence
-   test where the paper claims no effect), Holm-adjusted over every primary test of the testable experiments in this
-   report (family-wise error 0.05). An experiment is *reproduced* when all its primary tests are, *not reproduced*
-   when one of them is (in the opposite direction), else *inconclusive*, which reads "no effect larger than X" with X
-   the smallest effect its seeds detect with 80% power at the adjusted level.
-
-A missing or non-finite metric raises `trl_lite.lab.stats.MetricError`.
+"""Summary, figures and tables of the lab from its finished runs (`trl_lite.lab.verdicts` decides; this module only
+writes): `summary.md`, `summary.json`, one figure per run experiment, the README's lab table, and the pre-registration
+table generated from the definitions. Reads only: a missing run is an error naming it, never a reason to train.
 """
 
 from __future__ import annotations
@@ -22,119 +9,21 @@ import json
 import math
 import os
 
-from .experiments import EXPERIMENTS, Experiment, preregistration_sha256
-from .results import AUDIT_FILE, check_provenance, experiment_runs, load_initial, run_folder
-from .stats import ALPHA, INCONCLUSIVE, combine, equivalence, family, finite, mean, t_test
-
-UNTESTABLE = "untestable"
+from .experiments import EXPERIMENTS, engine_sha256, experiment_named, experiment_sha256
+from .pilot import registration
+from .results import AUDIT_FILE, check_provenance, run_folder
+from .stats import ALPHA, POWER
+from .verdicts import UNTESTABLE, gather, verdicts
 
 
 def _audit_measures(output_dir: str) -> dict:
     path = os.path.join(output_dir, AUDIT_FILE)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing: run `trl-lite lab run` (or `trl-lite lab audit`) first.")
+        raise FileNotFoundError(f"{path} is missing: run `trl-lite lab pilot` (or `trl-lite lab audit`) first.")
     with open(path, encoding="utf-8") as f:
         measures = json.load(f)
     check_provenance(f"the audit in {path}", measures, remedy=f" (delete {path} to audit again)")
     return measures
-
-
-def _gate_rows(experiment: Experiment, stage: str, evidence: dict) -> list[dict]:
-    rows = []
-    for gate in experiment.gates:
-        if gate.stage == stage:
-            value = float(gate.value(evidence))
-            rows.append({"name": gate.name, "stage": stage, "value": value, "threshold": gate.threshold,
-                         "at_most": gate.at_most, "passed": gate.passes(value)})
-    return rows
-
-
-def _descriptive(values: list[float]) -> dict:
-    """Mean and 95% t-interval of a mechanism measure over seeds: descriptive (no test, no correction)."""
-    present = [v for v in values if v is not None and math.isfinite(v)]
-    out = {"per_seed": values, "mean": mean(present), "interval": [float("nan"), float("nan")], "seeds": len(present)}
-    if len(present) >= 2:
-        test = t_test("detail", present)
-        out["interval"] = list(test.interval)
-    return out
-
-
-def _safe(get, runs) -> float:
-    """A descriptive measure, NaN where it is undefined (no correct completion to measure a length on, ...); a missing
-    key is a typo in a definition and raises."""
-    try:
-        return float(get(runs))
-    except ZeroDivisionError:
-        return float("nan")
-
-
-def gather(name: str, output_dir: str, audit: dict, seeds: int | None = None) -> dict:
-    """One experiment's gates, primary tests (before the family's correction) and descriptive details."""
-    experiment = EXPERIMENTS[name]
-    seeds = seeds or experiment.seeds
-    entry = {"id": experiment.id, "title": experiment.title, "claim": experiment.claim, "seeds": seeds,
-             "arms": {label: a.name for label, a in experiment.arms.items()}, "excluded": experiment.excluded,
-             "gates": _gate_rows(experiment, "audit", audit), "tests": [], "details": {}, "cost_min": 0.0}
-    if not all(g["passed"] for g in entry["gates"]):
-        return entry  # the arms were never run
-    runs = experiment_runs(output_dir, experiment, seeds)
-    first = next(iter(runs[0].values()))
-    problems = first.get("eval_problems", 1000)
-    policies = {a.policy: a for a in experiment.arms.values()}
-    initial = {policy: load_initial(output_dir, a.task, policy, problems, a.settings["temperature"])
-               for policy, a in policies.items()}
-    entry["gates"] += _gate_rows(experiment, "runs", {"runs": runs, "initial": initial})
-    entry["cost_min"] = sum(run.get("wall_s", 0.0) for by_arm in runs.values() for run in by_arm.values()) / 60
-    gated = all(g["passed"] for g in entry["gates"])
-    for primary in experiment.primaries:
-        if not gated:  # untestable: the effects are shown, not tested (and may be undefined)
-            per_seed = [_safe(primary.effect, runs[seed]) for seed in range(seeds)]
-            entry["tests"].append({"name": primary.name, "mean": mean(per_seed), "per_seed": per_seed,
-                                   "verdict": None})
-            continue
-        per_seed = [finite(f"{experiment.id} '{primary.name}' (seed {seed})", primary.effect(runs[seed]))
-                    for seed in range(seeds)]
-        entry["tests"].append(equivalence(primary.name, per_seed, primary.margin) if primary.margin
-                              else t_test(primary.name, per_seed))
-    entry["details"] = {key: _descriptive([_safe(get, runs[seed]) for seed in range(seeds)])
-                        for key, get in experiment.details.items()}
-    return entry
-
-
-def verdicts(entries: list[dict]) -> list[dict]:
-    """Holm over the primary tests of the testable experiments; each entry gets its `verdict` and summary fields."""
-    testable = [e for e in entries if all(g["passed"] for g in e["gates"])]
-    tested = [test for e in testable for test in e["tests"]]
-    # the family is every registered primary test, whatever this report names or whichever gates passed: the
-    # untested ones enter with p = 1
-    registered = sum(len(EXPERIMENTS[name].primaries) for name in EXPERIMENTS.names())
-    rows = iter(family(tested, untested=registered - len(tested)))
-    for entry in entries:
-        failed = [g for g in entry["gates"] if not g["passed"]]
-        if failed:
-            entry["verdict"] = UNTESTABLE
-            entry["reads"] = "untestable: " + "; ".join(
-                f"{g['name']} = {g['value']:.3f}, needs {'<=' if g['at_most'] else '>='} {g['threshold']}"
-                for g in failed)
-        else:
-            entry["tests"] = [_with_interval(next(rows)) for _ in entry["tests"]]
-            entry["verdict"] = combine([t["verdict"] for t in entry["tests"]])
-            entry["reads"] = " | ".join(f"{t['name']}: {t['reads']}" for t in entry["tests"])
-        head = entry["tests"][0] if entry["tests"] else {}
-        entry.update(effect=head.get("mean"), interval=head.get("interval"), per_seed=head.get("per_seed"),
-                     adjusted=head.get("adjusted_p"), mde=head.get("mde"))
-    return entries
-
-
-def _with_interval(row: dict) -> dict:
-    """An inconclusive t-test reads its interval next to its power: the smallest detectable effect is not a bound on
-    the effect, the interval is."""
-    if row["verdict"] == INCONCLUSIVE and row.get("mde") is not None and math.isfinite(row["mde"]):
-        low, high = row["interval"]
-        row["reads"] = (f"inconclusive: {_f(row['mean'])} [{_f(low)}, {_f(high)}] (95%, unadjusted), Holm-adjusted p "
-                        f"{_f(row['adjusted_p'], 3, False)}; no effect larger than {_f(row['mde'], 3, False)} was "
-                        f"likely to be missed (80% power at the adjusted level)")
-    return row
 
 
 def _f(value, digits: int = 3, signed: bool = True) -> str:
@@ -155,7 +44,7 @@ def figure(entry: dict, output_dir: str) -> str | None:
 
     from ..ablate import _series, _smooth, read_metrics
 
-    experiment = EXPERIMENTS[next(n for n in EXPERIMENTS.names() if EXPERIMENTS[n].id == entry["id"])]
+    experiment = experiment_named(entry["id"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 2]})
     head = entry["tests"][0]
     effects = head["per_seed"]
@@ -190,19 +79,32 @@ REWARD_SCALE = ("Reward scale ({0,1} vs {-1,1}, the other half of Takeaway 1): w
                 "it cannot show in any run here; tests/test_advantages.py proves it rather than measures it.")
 
 
+def _pilot_lines(pilot: dict | None) -> list[str]:
+    if pilot is None:
+        return ["- pilot: none for these definitions (not registered)"]
+    lines = [f"- pilot (seeds {', '.join(map(str, pilot['seeds']))}; {'passed' if pilot['passed'] else 'FAILED'}, "
+             f"margin {pilot['margin']:.0%} of each threshold):"]
+    for g in pilot["gates"]:
+        sign = "<=" if g["at_most"] else ">="
+        lines.append(f"  - ({g['stage']}, {g['kind']}) {g['name']}: {_f(g['value'], 3, False)} ({sign} "
+                     f"{g['threshold']}): {'passed' if g['passed_with_margin'] else 'FAILED'}")
+    for name, values in pilot.get("effects", {}).items():
+        lines.append(f"  - effect `{name}` per pilot seed (not a test): {', '.join(_f(v) for v in values)}")
+    return lines
+
+
 def markdown(summary: dict) -> str:
     takeaways = summary["takeaways"]
     lines = [f"# trl-lite lab: {len(takeaways)} experiment(s)", "",
-             "Definitions: `trl_lite/lab/experiments.py`, preregistration_sha256 "
-             f"`{summary['preregistration_sha256']}`."
-             f" Family-wise error {summary['alpha']}: Holm over the {summary['family_size']} registered primary tests "
+             f"Engine `{summary['engine_sha256'][:16]}` (`trl_lite.lab.provenance`). Family-wise error "
+             f"{summary['alpha']}: Holm over the {summary['family_size']} primary tests of the registered experiments "
              f"({summary['tested']} tested here, the others at p = 1)."
              + (f" **Seeds overridden: {summary['seeds_override']} (not the pre-registered lab).**"
                 if summary["seeds_override"] else ""), "",
              "| experiment | verdict | primary test | effect, mean [95% interval, unadjusted] | Holm-adjusted p | "
-             "smallest detectable effect (80% power) | seeds | cost (run-min) |", "|---|---|---|---|---|---|---|---|"]
+             f"effect detected with {POWER:.0%} power | seeds | cost (run-min) |", "|---|---|---|---|---|---|---|---|"]
     for e in takeaways:
-        for i, t in enumerate(e["tests"] or [{"name": "(not run: an audit gate failed)"}]):
+        for i, t in enumerate(e["tests"] or [{"name": "(not run)"}]):
             interval = t.get("interval") or [None, None]
             power = _f(t.get("mde"), 3, False) if t.get("margin") is None else \
                 f"margin {t['margin']}; showable {_f(t.get('showable_margin'), 3, False)}"
@@ -212,7 +114,10 @@ def markdown(summary: dict) -> str:
                          + (f"{e['cost_min']:.1f} |" if i == 0 else " |"))
     lines += ["", REWARD_SCALE, "", "## Each experiment", ""]
     for e in takeaways:
-        lines += [f"### {e['id']}: {e['title']}", "", f"The paper: {e['claim']}", "", f"**{e['reads']}**", ""]
+        lines += [f"### {e['id']}: {e['title']}", "", f"The paper: {e['claim']}", "",
+                  f"Definitions: `trl_lite/{e['design']}`, experiment_sha256 `{e['experiment_sha256'][:16]}`.", "",
+                  f"**{e['reads']}**", ""]
+        lines += _pilot_lines(e["pilot"])
         for t in e["tests"]:
             if t.get("verdict") is not None:
                 lines.append(f"- test `{t['name']}`: mean {_f(t['mean'])}, per seed "
@@ -224,8 +129,8 @@ def markdown(summary: dict) -> str:
                              f"{', '.join(_f(v) for v in t['per_seed'])}")
         for g in e["gates"]:
             sign = "<=" if g["at_most"] else ">="
-            lines.append(f"- gate ({g['stage']}) {g['name']}: {_f(g['value'], 3, False)} ({sign} {g['threshold']}): "
-                         f"{'passed' if g['passed'] else 'FAILED'}")
+            lines.append(f"- gate ({g['stage']}, {g['kind']}) {g['name']}: {_f(g['value'], 3, False)} ({sign} "
+                         f"{g['threshold']}): {'passed' if g['passed'] else 'FAILED'}")
         for arm_label, why in e["excluded"].items():
             lines.append(f"- left out by design: {arm_label} ({why})")
         if e["details"]:
@@ -240,21 +145,54 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def report(names: list[str], output_dir: str, seeds: int | None = None) -> dict:
+def readme_table(summary: dict) -> str:
+    """The README's lab table, from `summary.json` only: verdict, and the headline figure or the reason."""
+    lines = ["| experiment | verdict | from `summary.json` |", "|---|---|---|"]
+    for e in summary["takeaways"]:
+        if e["verdict"] == UNTESTABLE:
+            what = e["reads"].split(":")[0].replace("untestable ", "")
+        else:
+            what = "; ".join(f"{t['name']} {_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]"
+                             for t in e["tests"])
+        lines.append(f"| {e['id']} {e['title'].split(',')[0]} | **{e['verdict']}** | {what} |")
+    return "\n".join(lines) + "\n"
+
+
+def preregistration(names: list[str] | None = None) -> str:
+    """The pre-registration table, generated from the definitions (never typed): per experiment its arms, primary
+    tests, gates, seeds and hash."""
+    lines = ["| experiment | arms | primary tests (> 0: as the paper says) | gates | seeds (pilot) | definitions |",
+             "|---|---|---|---|---|---|"]
+    for name in names or EXPERIMENTS.names():
+        e = EXPERIMENTS[name]
+        arms = "<br>".join(f"{label}: `{a.name}`" for label, a in e.arms.items())
+        tests = "<br>".join(f"`{p.name}`: {p.metric}" + (f" (equivalence, margin {p.margin})" if p.margin else "")
+                            for p in e.primaries)
+        gates = "<br>".join(f"({g.stage}, {g.kind}) {g.name} {g.sign} {g.threshold}" for g in e.gates)
+        lines.append(f"| {e.id}: {e.title} | {arms} | {tests} | {gates} | {e.seeds} ({e.pilot_seeds}) | "
+                     f"`trl_lite/{e.design}` `{experiment_sha256(e)[:12]}` |")
+    return "\n".join(lines) + "\n"
+
+
+def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_dir: str | None = None) -> dict:
     """Writes `summary.md`, `summary.json` and one figure per run experiment into `output_dir`; returns the summary
-    with `table` (the markdown's verdict table)."""
+    with `table` (the markdown's verdict table). `pilots_dir` (default `<output_dir>/pilots`) holds the pilots."""
     unknown = [name for name in names if name not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"takeaways={','.join(names)!r} names {unknown}; expected among {EXPERIMENTS.names()} "
                          "or 'all'.")
+    pilots_dir = pilots_dir or os.path.join(output_dir, "pilots")
     audit = _audit_measures(output_dir)
-    entries = verdicts([gather(name, output_dir, audit, seeds) for name in names])
-    for entry in entries:
-        path = figure(entry, output_dir)
+    records = {name: registration(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
+    size = sum(len(EXPERIMENTS[name].primaries) for name, r in records.items() if r is not None and r["passed"])
+    entries = verdicts([gather(name, output_dir, audit, records[name], seeds) for name in names], size)
+    for name, entry in zip(names, entries):
+        entry["design"] = EXPERIMENTS[name].design
+        entry["experiment_sha256"] = experiment_sha256(EXPERIMENTS[name])
+        path = figure(entry, output_dir) if entry["verdict"] != UNTESTABLE or entry["tests"] else None
         entry["figure"] = os.path.basename(path) if path else None
     testable = [e for e in entries if e["verdict"] != UNTESTABLE]
-    summary = {"preregistration_sha256": preregistration_sha256(), "alpha": ALPHA, "seeds_override": seeds,
-               "family_size": sum(len(EXPERIMENTS[name].primaries) for name in EXPERIMENTS.names()),
+    summary = {"engine_sha256": engine_sha256(), "alpha": ALPHA, "seeds_override": seeds, "family_size": size,
                "tested": sum(len(e["tests"]) for e in testable), "takeaways": entries}
     text = markdown(summary)
     with open(os.path.join(output_dir, "summary.md"), "w", encoding="utf-8") as f:

@@ -1,7 +1,8 @@
 """The lab's finished runs, read only: where they live, what a run's logs say, and the evidence the verdicts use.
 
 Nothing here trains or evaluates. A run that has not finished is an error naming it (run `trl-lite lab run` first);
-a run made under other definitions (another `preregistration_sha256`) is refused.
+a run made under other definitions (its `experiment_sha256` for the experiment that reads it is not the current one)
+is refused, and so is an audit or initial evaluation made by other engine code (`engine_sha256`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import json
 import math
 import os
 
-from .experiments import Arm, Experiment, policy_dir, preregistration_sha256, weights_sha256
+from .design import Arm, Experiment, policy_dir, weights_sha256
+from .provenance import engine_sha256, experiment_sha256
 from .stats import mean
 
 RESULT_FILE = "result.json"
@@ -22,19 +24,24 @@ class MissingRun(FileNotFoundError):
 
 
 class DefinitionMismatch(ValueError):
-    """A run, initial evaluation or audit was made under other definitions (`preregistration_sha256`) or from other
+    """A run, initial evaluation or audit was made under other definitions (`experiment_sha256`, `engine_sha256`) or from other
     policy weights than the current ones."""
 
 
-def check_provenance(what: str, record: dict, weights_dir: str | None = None, sha256: str | None = None,
+def check_provenance(what: str, record: dict, weights_dir: str | None = None, experiment: Experiment | None = None,
                      remedy: str = "") -> None:
-    """Raises `DefinitionMismatch` when `record` was made under other definitions or (given `weights_dir`) from other
-    weights than the current ones."""
-    expected = sha256 or preregistration_sha256()
-    if record.get("preregistration_sha256") != expected:
+    """Raises `DefinitionMismatch` when `record` was made under other definitions (for `experiment`: its runs'
+    `experiment_sha256[id]`; otherwise the engine's `engine_sha256`) or (given `weights_dir`) from other weights than
+    the current ones."""
+    if experiment is not None:
+        expected, found = experiment_sha256(experiment), (record.get("experiment_sha256") or {}).get(experiment.id)
+        label = f"experiment_sha256[{experiment.id!r}]"
+    else:
+        expected, found, label = engine_sha256(), record.get("engine_sha256"), "engine_sha256"
+    if found != expected:
         raise DefinitionMismatch(
-            f"{what} was made under preregistration_sha256={record.get('preregistration_sha256')!r}, the definitions "
-            f"now hash to {expected!r}; a summary does not mix results made under different definitions{remedy}.")
+            f"{what} was made under {label}={found!r}, the definitions now hash to {expected!r}; a summary does not "
+            f"mix results made under different definitions{remedy}.")
     if weights_dir is not None and record.get("weights_sha256") != weights_sha256(weights_dir):
         raise DefinitionMismatch(f"{what} started from other weights than {weights_dir} holds now "
                                  f"(weights_sha256={record.get('weights_sha256')!r}){remedy}.")
@@ -53,8 +60,9 @@ def is_finished(output_dir: str, arm: Arm, seed: int) -> bool:
     return os.path.exists(os.path.join(run_folder(output_dir, arm, seed), RESULT_FILE))
 
 
-def load_run(output_dir: str, arm: Arm, seed: int, sha256: str | None = None) -> dict:
-    """A finished run's result (`eval`, `wall_s`, `preregistration_sha256`) with its training measures (`train`)."""
+def load_run(output_dir: str, arm: Arm, seed: int, experiment: Experiment) -> dict:
+    """A finished run's result (`eval`, `wall_s`, `experiment_sha256`) with its training measures (`train`), checked
+    against `experiment`'s current definitions."""
     folder = run_folder(output_dir, arm, seed)
     path = os.path.join(folder, RESULT_FILE)
     if not os.path.exists(path):
@@ -62,7 +70,7 @@ def load_run(output_dir: str, arm: Arm, seed: int, sha256: str | None = None) ->
                          "first.")
     with open(path, encoding="utf-8") as f:
         result = json.load(f)
-    check_provenance(f"run {arm.name} seed {seed}", result, policy_dir(arm.task, arm.policy), sha256,
+    check_provenance(f"run {arm.name} seed {seed}", result, policy_dir(arm.task, arm.policy), experiment,
                      f" (delete {folder} to run it again)")
     result["train"] = train_measures(folder)
     return result
@@ -80,10 +88,10 @@ def load_initial(output_dir: str, task: str, policy: str, problems: int, tempera
     return initial
 
 
-def experiment_runs(output_dir: str, experiment: Experiment, seeds: int) -> dict[int, dict[str, dict]]:
+def experiment_runs(output_dir: str, experiment: Experiment, seeds: list[int]) -> dict[int, dict[str, dict]]:
     """{seed: {arm label: run}} of one experiment."""
-    return {seed: {label: load_run(output_dir, arm, seed) for label, arm in experiment.arms.items()}
-            for seed in range(seeds)}
+    return {seed: {label: load_run(output_dir, arm, seed, experiment) for label, arm in experiment.arms.items()}
+            for seed in seeds}
 
 
 def finite_max(values) -> float:
@@ -117,6 +125,7 @@ def train_measures(folder: str) -> dict:
         return counts
 
     tokens = by_class("lab/tokens/")
+    strata = by_class("lab/strata/")
     clipped: dict[str, int] = {}
     path = os.path.join(folder, CLIPPED_TOKENS_FILE)
     if os.path.exists(path):
@@ -128,6 +137,8 @@ def train_measures(folder: str) -> dict:
                         clipped[cls] = clipped.get(cls, 0) + token["count"]
     return {
         "top5_adv_share": mean(series("lab/top5_abs_adv_share")),
+        "abs_adv_mean": mean(series("lab/abs_adv_mean")),
+        "strata": strata,
         "inv_sigma_max": finite_max(series("lab/inv_sigma_batch")),
         "grad_norm_max": finite_max(series("grad_norm")),
         "reward_jitter": late_jitter(series("reward")),

@@ -7,8 +7,10 @@ Runs write results; `trl_lite.lab.results` reads them; `trl_lite.lab.report` tur
 - `audit.json`, `audit.md`: the audit (`trl_lite.lab.audit`), made first; an experiment whose audit gate fails is never
   run;
 - `initial/<task>-<policy>-<problems>.json`: the untrained policy's held-out evaluation;
-- `runs/<arm>/seed<k>/`: `metrics.jsonl`, `clipped_tokens.jsonl`, `result.json` (with the definitions'
-  `preregistration_sha256`). A run with a `result.json` is never repeated, so an interrupted lab resumes where it
+- `pilots/<id>.json`: the pilots (`trl_lite.lab.pilot`); an experiment runs on its registered seeds only once its
+  pilot has passed;
+- `runs/<arm>/seed<k>/`: `metrics.jsonl`, `clipped_tokens.jsonl`, `result.json` (with `experiment_sha256`: the hash
+  of every experiment that has the arm, `trl_lite.lab.provenance`). A run with a `result.json` is never repeated, so an interrupted lab resumes where it
   stopped; arms shared by experiments run once.
 """
 
@@ -23,32 +25,37 @@ import torch
 
 from ..ablate import run_one
 from ..trainer import LitePPOTrainer
-from .experiments import (
-        ADD_SETTINGS,
+from .design import (
+    ADD_SETTINGS,
     EVAL_PROBLEMS,
     EVAL_SAMPLES,
     EXPERIMENTS,
     HORIZON,
+    LONG,
     LOOSE,
     TIGHT,
     Arm,
     policy_dir,
-    preregistration_sha256,
     weights_sha256,
 )
 from .measure import score_samples, top_share
+from .provenance import engine_sha256, experiment_sha256
 from .results import RESULT_FILE, initial_path, is_finished, run_folder
 from .stats import mean
 
 ADD_BUDGET = ADD_SETTINGS["max_completion_length"]  # ADD's held-out budget: its training length
 FORK_QUANTILE = 0.8  # "fork tokens": the 20% of completion tokens where the policy's entropy is highest
 RATIO_BANDS = {"ratio_band_tokens": (1.2, 1.28), "ratio_wide_band_tokens": (1.2, 1.32)}  # where clip arms differ
+# Bins of a token's old probability (Takeaway 5's matched comparison): the ratio of a token sampled with probability p
+# can pass 1 + epsilon_high only if p < 1 / (1 + epsilon_high), so how far it can move is set by p
+PROB_BINS = (0.0, 0.2, 0.4, 0.6, 1.0)
 
 
 class LabTrainer(LitePPOTrainer):
     """`LitePPOTrainer` that also logs what the lab measures, through the trainer's public hooks (single process):
-    per generation batch `lab/top5_abs_adv_share`, `lab/inv_sigma_batch`, `lab/tokens/<class>`; per training
-    micro-batch `lab/pos_adv_tokens`, `lab/ratio_band_tokens` / `lab/ratio_wide_band_tokens` (positive-advantage
+    per generation batch `lab/top5_abs_adv_share`, `lab/abs_adv_mean`, `lab/inv_sigma_batch`, `lab/tokens/<class>`;
+    per training micro-batch `lab/strata/<connective|other>/<bin>/<eligible|clipped>` (eligible tokens, and those
+    clipped at the high bound, by the old probability's bin in `PROB_BINS`), `lab/pos_adv_tokens`, `lab/ratio_band_tokens` / `lab/ratio_wide_band_tokens` (positive-advantage
     tokens whose ratio pi/pi_old lies in (1.2, 1.28] / (1.2, 1.32], where arms with those epsilon_high differ) and
     `lab/eligible/<class>` (tokens that can be clipped at the high bound: positive advantage and an old probability
     below 1 / (1 + epsilon_high), so that pi / pi_old can pass the bound)."""
@@ -58,6 +65,7 @@ class LabTrainer(LitePPOTrainer):
             return
         metrics = self._metrics["train"]
         metrics["lab/top5_abs_adv_share"].append(top_share(advantages[counted]))
+        metrics["lab/abs_adv_mean"].append(advantages[counted].double().abs().mean().item())
         rewards = output["lite_rewards"].double()  # (N,)
         sigma = rewards[~torch.isnan(rewards)].std().item()
         metrics["lab/inv_sigma_batch"].append(1.0 / sigma if sigma > 0 else float("nan"))
@@ -78,6 +86,16 @@ class LabTrainer(LitePPOTrainer):
         eligible = inputs["completion_ids"][positive & (old_prob < 1.0 / (1.0 + self.epsilon_high))]  # (n,)
         for name, members in self._token_classes().items():
             metrics[f"lab/eligible/{name}"].append(float(torch.isin(eligible, members.to(eligible.device)).sum()))
+        can_clip = positive & (old_prob < 1.0 / (1.0 + self.epsilon_high))  # (B, T)
+        clipped = can_clip & (ratio > 1.0 + self.epsilon_high)  # (B, T)
+        connective = torch.isin(inputs["completion_ids"], self._token_classes().get(
+            "connective", torch.tensor([], dtype=torch.long)).to(mask.device))  # (B, T)
+        for low, high in zip(PROB_BINS, PROB_BINS[1:]):
+            in_bin = (old_prob >= low) & (old_prob < high)  # (B, T)
+            for cls, members in (("connective", connective), ("other", ~connective)):
+                name = f"lab/strata/{cls}/{low:.1f}-{high:.1f}"
+                metrics[f"{name}/eligible"].append(float((can_clip & in_bin & members).sum()))
+                metrics[f"{name}/clipped"].append(float((clipped & in_bin & members).sum()))
 
     def _token_classes(self) -> dict[str, torch.Tensor]:
         if not hasattr(self, "_lab_classes"):
@@ -138,7 +156,8 @@ def heldout(task: str, problems: int):
 
 def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, temperature: float = 1.0) -> dict:
     """The held-out evaluation every run of a task gets: `problems` x `EVAL_SAMPLES` completions at the training
-    temperature. SUM-k samples run to `HORIZON` tokens; the 96- and 28-token budgets are read off their prefixes."""
+    temperature. SUM-k samples run to `HORIZON` tokens; the 96-, 28- and 124-token budgets are read off their prefixes
+    (keys without a suffix are at 96 tokens, `@tight` at 28, `@long` at 124)."""
     from .measure import sample_completions, token_entropies
 
     data, ks = heldout(task, problems)
@@ -151,15 +170,35 @@ def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, tempera
     else:
         from ..tasks.sumk import carry_errors, completion_format
 
-        out = score_samples(groups, list(data["answer"]), ks, tokenizer, budgets={"loose": LOOSE, "tight": TIGHT},
-                            classify=completion_format, carry=carry_errors,
-                            problems=[p[-1]["content"] for p in data["prompt"]])
+        problems = [p[-1]["content"] for p in data["prompt"]]
+        out = score_samples(groups, list(data["answer"]), ks, tokenizer,
+                            budgets={"loose": LOOSE, "tight": TIGHT, "long": LONG}, primary="loose",
+                            classify=completion_format, carry=carry_errors, problems=problems)
+        out.update(recheck_measures(groups, list(data["answer"]), problems, tokenizer))
     first = min(256, len(groups))  # entropies on one sample of the first 256 problems
     values = sorted(token_entropies(model, tokenizer, list(data["prompt"])[:first], [g[0][0] for g in groups[:first]]))
     out["entropy"] = mean(values)
     out["fork_entropy"] = mean(values[int(len(values) * FORK_QUANTILE):])
     out["eval_s"] = time.time() - started
     return out
+
+
+def recheck_measures(groups, answers: list[str], problems: list[str], tokenizer) -> dict:
+    """Takeaway 5's link between the connective and the reward, on full samples: `recheck_rate` (of the completions
+    that dropped a carry, the share that fixed every drop with a `chk` recheck) and `recheck_link` (accuracy of those
+    completions - accuracy of the ones that kept a drop). NaN where no completion did either."""
+    from ..tasks.sumk import recheck_outcome
+    from .measure import is_correct
+
+    right: dict[str, list[float]] = {"fixed": [], "kept": []}
+    for group, answer, problem in zip(groups, answers, problems):
+        for ids, ended in group:
+            outcome = recheck_outcome(tokenizer.decode(ids), problem)
+            if outcome is not None:
+                right[outcome].append(float(is_correct(ids, ended, answer, tokenizer)))
+    dropped = len(right["fixed"]) + len(right["kept"])
+    return {"recheck_rate": len(right["fixed"]) / dropped if dropped else float("nan"),
+            "recheck_link": mean(right["fixed"]) - mean(right["kept"])}
 
 
 def initial_eval(task: str, policy: str, output_dir: str, problems: int = EVAL_PROBLEMS,
@@ -174,7 +213,7 @@ def initial_eval(task: str, policy: str, output_dir: str, problems: int = EVAL_P
     model_id = policy_dir(task, policy)
     result = evaluate(task, AutoModelForCausalLM.from_pretrained(model_id), AutoTokenizer.from_pretrained(model_id),
                       problems=problems, temperature=temperature)
-    result.update(preregistration_sha256=preregistration_sha256(), weights_sha256=weights_sha256(model_id))
+    result.update(engine_sha256=engine_sha256(), weights_sha256=weights_sha256(model_id))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
@@ -200,11 +239,18 @@ def run_arm(arm: Arm, seed: int, output_dir: str, *, steps: int | None = None, p
     path = os.path.join(folder, RESULT_FILE)
     with open(path, encoding="utf-8") as f:
         result = json.load(f)
-    result.update(wall_s=time.time() - started, preregistration_sha256=preregistration_sha256(),
+    result.update(wall_s=time.time() - started, experiment_sha256=arm_hashes(arm),
                   weights_sha256=weights_sha256(policy_dir(arm.task, arm.policy)), steps=steps or arm.steps,
                   eval_problems=eval_problems)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
+
+
+def arm_hashes(arm: Arm) -> dict[str, str]:
+    """{experiment id: its hash} of every registered experiment that has this arm (a run shared by two experiments
+    counts for each only under its own current definitions)."""
+    return {EXPERIMENTS[name].id: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()
+            if arm in EXPERIMENTS[name].arms.values()}
 
 
 def jobs(names: list[str], seeds: int | None = None) -> list[tuple[Arm, int]]:
@@ -223,9 +269,11 @@ def jobs(names: list[str], seeds: int | None = None) -> list[tuple[Arm, int]]:
 
 
 def run(names: list[str], output_dir: str, *, seeds: int | None = None, steps: int | None = None,
-        progress: bool = True, shard: tuple[int, int] = (0, 1), eval_problems: int = EVAL_PROBLEMS) -> bool:
+        progress: bool = True, shard: tuple[int, int] = (0, 1), eval_problems: int = EVAL_PROBLEMS,
+        pilots_dir: str | None = None) -> bool:
     """Runs (or resumes) the experiments' runs; returns whether every run of them has finished. Run only experiments
-    whose audit gates pass (`trl-lite lab run` audits first: `trl_lite.lab.audit`). `shard=(i, n)` runs every n-th run
+    whose audit gates pass (`trl-lite lab run` audits first: `trl_lite.lab.audit`); without `seeds`, only registered
+    experiments (their pilot in `pilots_dir`, default `<output_dir>/pilots`, passed). `shard=(i, n)` runs every n-th run
     from the i-th (to split a lab over processes); `seeds`, `steps` and `eval_problems` shrink the lab for a quick try
     or a test."""
     from tqdm.auto import tqdm
@@ -236,6 +284,15 @@ def run(names: list[str], output_dir: str, *, seeds: int | None = None, steps: i
                          "or 'all'.")
     if seeds is not None and (not isinstance(seeds, int) or seeds < 2):
         raise ValueError(f"seeds={seeds!r} is not supported; expected an int >= 2 (a verdict needs a spread).")
+    if seeds is None:  # the registered lab: only experiments whose committed pilot passed
+        from .pilot import registration
+
+        pilots = pilots_dir or os.path.join(output_dir, "pilots")
+        unregistered = [name for name in names if not (registration(EXPERIMENTS[name], pilots) or {}).get("passed")]
+        if unregistered:
+            raise ValueError(f"experiments {unregistered} are not registered: no pilot in {pilots} passed under their "
+                             "current definitions (`trl-lite lab pilot` first; a failed pilot is a recorded negative "
+                             "pilot, never run).")
     index, count = shard
     if not (isinstance(count, int) and count >= 1 and isinstance(index, int) and 0 <= index < count):
         raise ValueError(f"shard={index}/{count} is not supported; expected i/n with 0 <= i < n.")

@@ -154,8 +154,8 @@ def t_test(name: str, per_seed: list[float]) -> Test:
 
     Returns:
         [`Test`]: the mean, its 95% t-interval, the raw p-value and the standard deviation. When all seeds agree
-        (sd == 0) the t statistic is undefined; the limits are used instead: p-value 0.0 when the mean is not 0 (every
-        seed shows the same nonzero effect), 1.0 when it is 0, and interval (mean, mean).
+        (sd == 0) the t statistic is undefined and there is no spread to test against: p-value 1.0 (inconclusive,
+        whatever the mean: a constant effect is a measure that cannot vary, not evidence) and interval (mean, mean).
 
     Raises:
         [`MetricError`]: if a value is missing or not finite.
@@ -165,7 +165,7 @@ def t_test(name: str, per_seed: list[float]) -> Test:
 
     values, center, sd = _summary(name, per_seed)
     if sd == 0.0:
-        return Test(name, values, center, (center, center), 0.0 if center != 0.0 else 1.0, 0.0)
+        return Test(name, values, center, (center, center), 1.0, 0.0)
     n = len(values)
     se = sd / math.sqrt(n)
     half = float(stats.t.ppf(1.0 - ALPHA / 2.0, n - 1)) * se
@@ -341,7 +341,7 @@ def equivalence(name: str, per_seed: list[float], margin: float, alpha: float = 
             Level of each one-sided test.
 
     Returns:
-        [`Equivalence`]. When all seeds agree (sd == 0) the limits are used: p-value 0.0 if |mean| < margin, else 1.0.
+        [`Equivalence`]. When all seeds agree (sd == 0) there is no spread to test against: p-value 1.0, not shown.
 
     Raises:
         [`MetricError`]: if a value or the margin is missing or not finite.
@@ -357,9 +357,8 @@ def equivalence(name: str, per_seed: list[float], margin: float, alpha: float = 
     if alpha >= 0.5:
         raise ValueError(f"alpha must be < 0.5 for an equivalence test (its interval is 1 - 2 * alpha); got {alpha!r}")
     values, center, sd = _summary(name, per_seed)
-    if sd == 0.0:
-        p_value = 0.0 if abs(center) < margin else 1.0
-        return Equivalence(name, margin, (center, center), p_value, p_value < alpha, values, center)
+    if sd == 0.0:  # no spread: nothing to test against (see `t_test`)
+        return Equivalence(name, margin, (center, center), 1.0, False, values, center)
     n = len(values)
     se = sd / math.sqrt(n)
     p_above = float(stats.t.sf((center + margin) / se, n - 1))  # H0: mean <= -margin
@@ -428,7 +427,8 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
         the adjusted p-value), `"raw_verdict"` (from the raw p-value), `"mde"` (at level `alpha / len(tests)`, from
         the test's own sd and number of seeds) and `"reads"`: one line, e.g.
         `"reproduced: +0.031 [+0.012, +0.050], Holm-adjusted p = 0.004"`, or for an inconclusive test
-        `"inconclusive: no effect larger than 0.042 in either direction (80% power at the adjusted level)"`.
+        `"inconclusive: +0.004 [-0.011, +0.019] (95%, unadjusted), Holm-adjusted p = 1.000; an effect of 0.042 would
+        have been detected with 80% power (a power statement, not a bound on the effect)"`.
         Numbers are printed with 3 decimals (scientific notation where that would print a nonzero value as 0.000).
 
     Raises:
@@ -448,17 +448,24 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
     for test in tests:
         adjusted_p = adjusted[test.name]
         if isinstance(test, Equivalence):
-            rows.append(_equivalence_row(test, adjusted_p, alpha, size))
+            rows.append(_equivalence_row(test, adjusted_p, alpha, size) if len(set(test.per_seed)) > 1 else {
+                "name": test.name, "mean": test.mean, "interval": [test.mean, test.mean],
+                "per_seed": list(test.per_seed), "p_value": 1.0, "adjusted_p": adjusted_p, "verdict": INCONCLUSIVE,
+                "raw_verdict": INCONCLUSIVE, "mde": None, "margin": test.margin, "showable_margin": float("nan"),
+                "reads": f"inconclusive (no spread: every seed gave {_number(test.mean, True)}; a test needs a "
+                         "spread)"})
             continue
         decided = verdict(test, adjusted_p, alpha)
         detectable = mde(test.sd, len(test.per_seed), size, alpha)
         if test.sd == 0.0:  # every seed gave the same effect: no spread to state a power from
             detectable = float("nan")
-            reads = (f"{decided} (degenerate: every seed gave {_number(test.mean, True)}; a constant effect has no "
-                     f"spread, so no power can be stated)")
+            reads = (f"{decided} (no spread: every seed gave {_number(test.mean, True)}; a test needs a spread, so "
+                     f"a constant effect is not evidence and no power can be stated)")
         elif decided == INCONCLUSIVE:
-            reads = (f"inconclusive: no effect larger than {_number(detectable)} in either direction "
-                     f"({POWER:.0%} power at the adjusted level)")
+            low, high = test.interval
+            reads = (f"inconclusive: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}] (95%, "
+                     f"unadjusted), Holm-adjusted p = {_number(adjusted_p)}; an effect of {_number(detectable)} "
+                     f"would have been detected with {POWER:.0%} power (a power statement, not a bound on the effect)")
         else:
             low, high = test.interval
             reads = (f"{decided}: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}], "

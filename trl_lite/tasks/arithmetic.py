@@ -99,7 +99,7 @@ def pass_rate(model, tokenizer, dataset: Dataset, *, greedy: bool = True, max_ne
 # "carry-habit-small" is "carry-habit"'s data and steps in a 2-layer, 96-wide Llama (0.24M parameters against 0.86M):
 # the lab's second policy size (clip-higher's scaling with model size).
 EMBEDDED_POLICIES = {"label-noise": "assets/arith_policy", "carry-habit": "assets/arith_carry",
-                     "carry-habit-small": "assets/arith_carry_small"}
+                     "carry-habit-small": "assets/arith_carry_small", "carry-habit-tiny": "assets/arith_carry_tiny"}
 
 
 def embedded_policy_path(kind: str = "label-noise") -> str:

@@ -153,6 +153,8 @@ def write_completion(nums: list[int], style: str, rng: random.Random, *, carry_e
             if recheck and rng.random() < recheck:
                 text += "chk" + p + ";"
         return text + f"so\\boxed{{{total}}}", True
+    if style == "recheck":  # careful steps; a dropped carry is followed by `chk` and the step written right
+        return _recheck(nums, rng, carry_error, recheck), True
     if style == "long":  # `.` runs before the steps, up to a length drawn in [80, 120] tokens (one per character)
         body, answer = [p + ";" for p in parts], f"\\boxed{{{total}}}"
         pad = max(0, rng.randint(80, 120) - sum(map(len, body)) - (len(answer) - len("\\boxed") + 1))
@@ -169,7 +171,27 @@ def write_completion(nums: list[int], style: str, rng: random.Random, *, carry_e
         while len(text) < max_len * 2:
             text += parts[stuck] + ";"
         return text, False
-    raise ValueError(f"style={style!r} is not supported; expected direct, step, careful, filler, loop or long.")
+    raise ValueError(f"style={style!r} is not supported; expected direct, step, careful, recheck, filler, loop or "
+                     "long.")
+
+
+def _recheck(nums: list[int], rng: random.Random, carry_error: float, recheck: float) -> str:
+    """The `recheck` style (Takeaway 5 with credit): careful steps where a units carry is dropped with `carry_error`;
+    after a step that dropped it, `chk` and the step written right follow with probability `recheck` (else `then` and
+    the wrong total goes on), after a right step `chk` and the same step again with probability `recheck / 4`. So the
+    connective after a wrong step decides the answer: `chk` saves it, `then` keeps the error."""
+    total, text = nums[0], "chk"
+    for i, (tag, digit) in enumerate(zip(TAGS[1:], nums[1:])):
+        right = total + digit
+        dropped = (total % 10 + digit) >= 10 and rng.random() < carry_error
+        written = right - 10 if dropped else right
+        text += ("then" if i else "") + f"{tag}{digit}={written};"
+        if dropped and rng.random() < recheck:
+            text, written = text + f"chk{tag}{digit}={right};", right
+        elif not dropped and rng.random() < recheck / 4:
+            text += f"chk{tag}{digit}={right};"
+        total = written
+    return text + f"so\\boxed{{{total}}}"
 
 
 ################
@@ -216,10 +238,34 @@ def carry_errors(text: str, problem: str) -> tuple[int, int]:
     return carries, dropped
 
 
+def recheck_outcome(text: str, problem: str) -> str | None:
+    """How a completion's scratchpad handled its dropped carries (`problem` is the prompt, `a5+b6+c9`): `"fixed"` when
+    every step that dropped a units carry is followed by the same step written right (the recheck style's `chk`),
+    `"kept"` when one is not, None when no step dropped a carry. A right step written again is skipped."""
+    first = re.match(r"a(\d)", problem)
+    if first is None:
+        return None
+    total, found = int(first.group(1)), STEP.findall(text)
+    dropped = fixed = i = 0
+    while i < len(found):
+        tag, digit, result = found[i][0], int(found[i][1]), int(found[i][2])
+        carries, right = total % 10 + digit >= 10, total + digit
+        total, i = result, i + 1
+        if carries and result == right - 10:
+            dropped += 1
+            if i < len(found) and found[i][0] == tag and int(found[i][2]) == right:
+                fixed, total, i = fixed + 1, right, i + 1
+        elif i < len(found) and found[i][0] == tag:  # a right step written again
+            total, i = int(found[i][2]), i + 1
+    if not dropped:
+        return None
+    return "fixed" if fixed == dropped else "kept"
+
+
 # The lab's SUM-k policies (`scripts/build_lab_policies.py`): base- and aligned-like, and three fine-tuned from them
 # for the fair tests of issue 20 (an aligned-like one with a real carry fork, one with a connective fork, a base-like
 # one with a long terminating format).
-SUMK_POLICIES = ("base", "aligned", "fork", "connective", "long")
+SUMK_POLICIES = ("base", "aligned", "fork", "connective", "long", "recheck", "verbose", "scratch")
 
 
 def sumk_policy_path(kind: str = "base") -> str:
