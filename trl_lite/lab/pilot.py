@@ -6,7 +6,8 @@ pass with the margin, runs every arm on the pilot seeds (`PILOT_SEED`, `PILOT_SE
 seed) with the registered settings. It then evaluates every gate on the pilot (audit, runs and `pilot`-stage gates,
 such as whether the registered seeds can detect half of what training moves), and writes
 `<output-dir>/pilots/<id>.json`: each gate's value, threshold and whether it passed with the margin
-(`PILOT_MARGIN`: beyond the threshold by a quarter of it), the primary effects per pilot seed (not tested: a pilot
+(`PILOT_MARGIN`: beyond the threshold by a quarter of it for runs and pilot gates; `AUDIT_MARGIN`, a tenth, for
+audit gates, measured once on many fresh samples), the primary effects per pilot seed (not tested: a pilot
 is not evidence), the wall time, and the experiment's hash. The lab's committed pilots are in `bench/lab/pilots/`.
 
 An experiment whose pilot failed is a recorded negative pilot: it is never run, and its verdict is untestable with the
@@ -19,7 +20,7 @@ import json
 import os
 import time
 
-from .design import EXPERIMENTS, PILOT_MARGIN, Experiment
+from .design import AUDIT_MARGIN, EXPERIMENTS, PILOT_MARGIN, Experiment
 from .provenance import experiment_sha256
 from .stats import mean
 
@@ -47,7 +48,8 @@ def _rows(experiment: Experiment, stage: str, evidence: dict) -> list[dict]:
     rows = gate_rows(experiment, stage, evidence)
     by_name = {g.name: g for g in experiment.gates}
     for row in rows:
-        row["passed_with_margin"] = by_name[row["name"]].passes(row["value"], PILOT_MARGIN)
+        row["margin"] = AUDIT_MARGIN if stage == "audit" else PILOT_MARGIN
+        row["passed_with_margin"] = by_name[row["name"]].passes(row["value"], row["margin"])
     return rows
 
 
@@ -63,7 +65,8 @@ def pilot(name: str, output_dir: str, *, progress: bool = True, eval_problems: i
     problems = eval_problems or EVAL_PROBLEMS
     started = time.time()
     measures = audit(output_dir, [name], progress=progress, eval_problems=problems)
-    record = {"id": experiment.id, "experiment_sha256": experiment_sha256(experiment), "margin": PILOT_MARGIN,
+    record = {"id": experiment.id, "experiment_sha256": experiment_sha256(experiment),
+              "margin": {"audit": AUDIT_MARGIN, "runs": PILOT_MARGIN, "pilot": PILOT_MARGIN},
               "seeds": experiment.seed_list(pilot=True), "registered_seeds": experiment.seeds,
               "gates": _rows(experiment, "audit", measures), "effects": {}, "eval_problems": problems}
     if all(g["passed_with_margin"] for g in record["gates"]):

@@ -83,7 +83,8 @@ def _pilot_lines(pilot: dict | None) -> list[str]:
     if pilot is None:
         return ["- pilot: none for these definitions (not registered)"]
     lines = [f"- pilot (seeds {', '.join(map(str, pilot['seeds']))}; {'passed' if pilot['passed'] else 'FAILED'}, "
-             f"margin {pilot['margin']:.0%} of each threshold):"]
+             f"margin {pilot['margin']['audit']:.0%} of an audit gate's threshold, {pilot['margin']['runs']:.0%} of "
+             "a runs or pilot gate's):"]
     for g in pilot["gates"]:
         sign = "<=" if g["at_most"] else ">="
         lines.append(f"  - ({g['stage']}, {g['kind']}) {g['name']}: {_f(g['value'], 3, False)} ({sign} "
