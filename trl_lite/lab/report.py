@@ -13,7 +13,7 @@ from .experiments import EXPERIMENTS, engine_sha256, experiment_named, experimen
 from .pilot import registration
 from .results import AUDIT_FILE, check_provenance, run_folder
 from .stats import ALPHA, POWER
-from .verdicts import UNTESTABLE, gather, verdicts
+from .verdicts import UNTESTABLE, family_size, gather, verdicts
 
 
 def _audit_measures(output_dir: str) -> dict:
@@ -185,7 +185,7 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
     pilots_dir = pilots_dir or os.path.join(output_dir, "pilots")
     audit = _audit_measures(output_dir)
     records = {name: registration(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
-    size = sum(len(EXPERIMENTS[name].primaries) for name, r in records.items() if r is not None and r["passed"])
+    size = family_size(records)
     entries = verdicts([gather(name, output_dir, audit, records[name], seeds) for name in names], size)
     for name, entry in zip(names, entries):
         entry["design"] = EXPERIMENTS[name].design

@@ -124,6 +124,13 @@ def untestable_reason(entry: dict) -> str | None:
         f"{g['name']} = {g['value']:.3f}, needs {'<=' if g['at_most'] else '>='} {g['threshold']}" for g in failed)
 
 
+def family_size(registrations: dict[str, dict | None]) -> int:
+    """The Holm family: every primary test of the registered experiments (`{name: pilot record or None}` over every
+    experiment; registered = its pilot passed), whether or not a report names them or their gates pass."""
+    return sum(len(EXPERIMENTS[name].primaries) for name, record in registrations.items()
+               if record is not None and record["passed"])
+
+
 def verdicts(entries: list[dict], family_size: int) -> list[dict]:
     """Holm over the primary tests of the testable experiments (the family's other registered tests at p = 1); each
     entry gets its `verdict`, `reads` and summary fields."""
