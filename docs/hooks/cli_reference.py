@@ -17,7 +17,7 @@ import os
 log = logging.getLogger("mkdocs.hooks.cli_reference")
 
 MARKER = "<!-- cli-reference -->"
-SUBCOMMANDS = {"lab": ["list", "audit", "run", "report"]}
+SUBCOMMANDS = {"lab": ["list", "audit", "pilot", "run", "report"]}
 WIDTH = "110"
 
 

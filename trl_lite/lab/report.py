@@ -91,7 +91,28 @@ def _pilot_lines(pilot: dict | None) -> list[str]:
                      f"{g['threshold']}): {'passed' if g['passed_with_margin'] else 'FAILED'}")
     for name, values in pilot.get("effects", {}).items():
         lines.append(f"  - effect `{name}` per pilot seed (not a test): {', '.join(_f(v) for v in values)}")
+    for g in pilot["gates"]:
+        if g["kind"] == "power" and not g["passed_with_margin"]:
+            needed = seeds_needed(g, pilot)
+            lines.append(f"  - what it would take: {needed} seeds per arm" if needed else
+                         "  - what it would take: more than 1,000 seeds per arm at this spread")
     return lines
+
+
+def seeds_needed(gate: dict, pilot: dict, limit: int = 1000) -> int | None:
+    """For a failed power gate of a pilot: the fewest seeds at which the pilot's spread would pass it with the margin
+    (its value scales as the smallest detectable effect at n seeds over that at the registered seeds); None beyond
+    `limit`."""
+    from .experiments import family_size as designed
+    from .stats import mde
+
+    registered, family = pilot["registered_seeds"], designed()  # the family the pilot planned against
+    target = gate["threshold"] * (1 - pilot["margin"]["pilot"])
+    base = mde(1.0, registered, family)
+    for n in range(2, limit + 1):
+        if gate["value"] * mde(1.0, n, family) / base <= target:
+            return n
+    return None
 
 
 def markdown(summary: dict) -> str:
