@@ -200,11 +200,12 @@ def test_t_test_by_hand():
 
 def test_t_test_when_all_seeds_agree():
     # sd = 0: every seed shows the same effect. Exactly, though fsum(0.1 * 3) / 3 is one ulp off 0.1.
+    # No spread: the t statistic is undefined, so p = 1.0 whatever the mean (a constant effect is not evidence)
     same = stats.t_test("x", [0.1, 0.1, 0.1])
-    assert (same.mean, same.sd, same.interval, same.p_value) == (0.1, 0.0, (0.1, 0.1), 0.0)
+    assert (same.mean, same.sd, same.interval, same.p_value) == (0.1, 0.0, (0.1, 0.1), 1.0)
     none = stats.t_test("x", [0.0, 0.0])
     assert (none.mean, none.sd, none.interval, none.p_value) == (0.0, 0.0, (0.0, 0.0), 1.0)
-    assert stats.verdict(same, 0.0) == stats.REPRODUCED and stats.verdict(none, 1.0) == stats.INCONCLUSIVE
+    assert stats.verdict(same, same.p_value) == stats.verdict(none, none.p_value) == stats.INCONCLUSIVE
 
 
 def test_verdict():
@@ -234,8 +235,9 @@ def test_equivalence():
         stats.equivalence("kl", [0.0, 0.001], margin=float("nan"))
     # A noisy null effect is not equivalence: nothing is ruled out
     assert not stats.equivalence("kl", [0.03, -0.04, 0.02, -0.01], margin=0.02).equivalent
-    # sd = 0
-    assert stats.equivalence("kl", [0.01, 0.01], margin=0.02).equivalent
+    # sd = 0: no spread to test against, so p = 1.0 and no equivalence is claimed, even for a mean inside the margin
+    flat = stats.equivalence("kl", [0.01, 0.01], margin=0.02)
+    assert not flat.equivalent and flat.p_value == 1.0 and flat.interval90 == (0.01, 0.01)
     assert not stats.equivalence("kl", [0.02, 0.02], margin=0.02).equivalent
 
 
@@ -285,9 +287,11 @@ def test_family_rows_and_how_they_read():
     # token_level: mean -0.168 / 8 = -0.021, raw p 9.0e-4, Holm x 2
     assert rows[1]["reads"] == "not reproduced: -0.021 [-0.030, -0.012], Holm-adjusted p = 0.002"
     # overlong: mean 0.01 / 8 = 0.00125, sd 0.0203; mde = 0.0203 * mde(sd=1, n=8, m=4) = 0.0203 * 1.5315 = 0.0311
+    # interval: se = 0.0203 / sqrt(8) = 0.00718, t_{0.975,7} = 2.3646 -> 0.00125 -+ 0.0170 = [-0.016, +0.018]
     assert stats.mde(1.0, 8, 4) == pytest.approx(1.5315, abs=1e-4)
-    assert rows[2]["reads"] == ("inconclusive: no effect larger than 0.031 in either direction "
-                                "(80% power at the adjusted level)")
+    assert rows[2]["reads"] == ("inconclusive: +0.001 [-0.016, +0.018] (95%, unadjusted), Holm-adjusted p = 0.867; "
+                                "an effect of 0.031 would have been detected with 80% power (a power statement, not "
+                                "a bound on the effect)")
     # precise: a p-value that 3 decimals would print as 0.000 is printed in scientific notation
     assert rows[3]["reads"] == "reproduced: +0.031 [+0.029, +0.033], Holm-adjusted p = 3.36e-09"
     assert stats.family([]) == []
@@ -302,7 +306,8 @@ def test_family_verdict_can_differ_from_the_raw_one():
     row = stats.family(tests)[0]
     assert 0.05 / 3 < row["p_value"] < 0.05
     assert (row["raw_verdict"], row["verdict"]) == ("reproduced", "inconclusive")
-    assert row["reads"].startswith("inconclusive: no effect larger than ")
+    # mean (0.3 + 0.1 + 0.2 + 0.45 + 0.05) / 5 = 1.1 / 5 = 0.22; the interval is stated, the power is not a bound
+    assert row["reads"].startswith("inconclusive: +0.220 [") and "not a bound on the effect" in row["reads"]
 
 
 def test_the_module_imports_without_torch_or_scipy():
@@ -327,7 +332,7 @@ def test_family_counts_untested_registered_tests_at_p_one():
 def test_family_flags_a_constant_effect_and_states_the_equivalence_margin_it_could_show():
     # identical arms: effect exactly 0 on every seed -> no spread, no power statement
     (row,) = stats.family([stats.t_test("same", [0.0] * 8)])
-    assert row["verdict"] == "inconclusive" and "degenerate" in row["reads"] and math.isnan(row["mde"])
+    assert row["verdict"] == "inconclusive" and "no spread" in row["reads"] and math.isnan(row["mde"])
     # TOST at sd 0.02, 8 seeds, family of 1: margin shown with 80% power ~ 0.02/sqrt(8) * (t_{0.95,7} + t_{0.9,7})
     # = 0.00707 * (1.895 + 1.415) = 0.0234; a margin of 0.01 cannot be shown -> inconclusive, and says so
     values = [0.02, -0.02, 0.0, 0.02, -0.02, 0.0, 0.02, -0.02]
@@ -343,3 +348,25 @@ def test_combine():
     assert stats.combine(["reproduced", "inconclusive"]) == "inconclusive"
     assert stats.combine(["reproduced", "not reproduced"]) == "not reproduced"
     assert stats.combine([]) == "inconclusive"
+
+
+def test_zero_spread_tests_are_inconclusive_inside_a_family_and_inconclusive_reads_give_the_interval():
+    # no spread: every seed gives +0.05 (a t-test) or 0.0 (a TOST with margin 0.02, mean inside it): p = 1.0 for both
+    flat_t = stats.t_test("flat_t", [0.05] * 4)
+    flat_eq = stats.equivalence("flat_eq", [0.0] * 4, margin=0.02)
+    # noisy: 0.03, -0.01, 0.02, 0.00 -> mean 0.04 / 4 = 0.01; deviations +0.02, -0.02, +0.01, -0.01:
+    # sd = sqrt((4 + 4 + 1 + 1) e-4 / 3) = sqrt(3.333e-4) = 0.018257; se = 0.018257 / 2 = 0.0091287
+    # t_{0.975,3} = 3.1824 -> half-width 0.02905 -> interval [-0.019, +0.039]
+    noisy = stats.t_test("noisy", [0.03, -0.01, 0.02, 0.0])
+    assert noisy.interval == pytest.approx((0.01 - 0.02905, 0.01 + 0.02905), abs=1e-4)
+    rows = stats.family([flat_t, flat_eq, noisy])
+    t_row, eq_row, noisy_row = rows
+    for row in (t_row, eq_row):
+        assert row["p_value"] == 1.0 and row["adjusted_p"] == 1.0
+        assert row["verdict"] == row["raw_verdict"] == stats.INCONCLUSIVE and "no spread" in row["reads"]
+    assert t_row["mean"] == 0.05 and math.isnan(t_row["mde"]) and "+0.050" in t_row["reads"]
+    assert eq_row["mde"] is None and eq_row["interval"] == [0.0, 0.0]
+    # noisy: t = 0.01 / 0.0091287 = 1.095, df 3 -> raw p = 0.353; Holm over 3 puts it first: 3 * 0.353 > 1 -> 1.0
+    assert noisy_row["p_value"] == pytest.approx(0.353, abs=2e-3) and noisy_row["adjusted_p"] == 1.0
+    assert noisy_row["verdict"] == stats.INCONCLUSIVE
+    assert "[-0.019, +0.039]" in noisy_row["reads"] and "not a bound" in noisy_row["reads"]
