@@ -346,6 +346,14 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
     assert entry["reads"] == ("untestable (negative pilot: power): T2: power = 0.800 on the pilot, needs <= 0.5 "
                               "with a margin")
     assert summary["family_size"] == 0 and summary["tested"] == 0
+    # what a failed power gate would take: its value scales as mde(1, n, 14) / mde(1, 8, 14); with the margin it must
+    # reach 0.5 * (1 - 0.25) = 0.375, i.e. the ratio 0.375 / 0.8 = 0.469: 22 seeds (0.8 * ratio = 0.373; 21 give 0.384)
+    from trl_lite.lab.report import seeds_needed
+    from trl_lite.lab.stats import mde
+
+    assert seeds_needed(failed, entry["pilot"]) == 22
+    assert 0.8 * mde(1.0, 22, 14) / mde(1.0, 8, 14) <= 0.375 < 0.8 * mde(1.0, 21, 14) / mde(1.0, 8, 14)
+    assert "what it would take: 22 seeds per arm" in (tmp_path / "summary.md").read_text()
 
 
 def test_report_refuses_missing_metrics_runs_and_mixed_definitions(tmp_path):
