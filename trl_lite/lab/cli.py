@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> None:
         testable = [name for name in names if not failed_audit_gates(EXPERIMENTS[name], measures)]
         for name in sorted(set(names) - set(testable), key=names.index):
             print(f"{EXPERIMENTS[name].id}: an audit gate failed, not run (untestable; see audit.md)", file=sys.stderr)
-        if not run(testable, args.output_dir, seeds=args.seeds, steps=args.steps, shard=args.shard, **extra):
+        try:
+            finished = run(testable, args.output_dir, seeds=args.seeds, steps=args.steps, shard=args.shard, **extra)
+        except ValueError as err:  # e.g. an experiment not registered: no passed pilot under its definitions
+            sys.exit(f"trl-lite lab run: {err}")
+        if not finished:
             print("runs of other shards are unfinished; `trl-lite lab report` once they are", file=sys.stderr)
             return
         print("every run finished; `trl-lite lab report` writes the verdicts", file=sys.stderr)

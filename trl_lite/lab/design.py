@@ -134,7 +134,9 @@ class Gate:
         if math.isnan(value):
             return False
         slack = abs(self.threshold) * margin
-        return value <= self.threshold - slack if self.at_most else value >= self.threshold + slack
+        bound = self.threshold - slack if self.at_most else self.threshold + slack
+        # 1e-12: a bound such as 0.8 + 0.2 * 0.8 lands a rounding error off the value it names (1.0 must pass it)
+        return value <= bound + 1e-12 if self.at_most else value >= bound - 1e-12
 
     @property
     def sign(self) -> str:

@@ -22,25 +22,8 @@ import time
 
 from .design import AUDIT_MARGIN, EXPERIMENTS, PILOT_MARGIN, Experiment
 from .provenance import experiment_sha256
+from .results import PILOTS, pilot_path, registration  # noqa: F401  (registration is read here and by the runner)
 from .stats import mean
-
-PILOTS = "pilots"
-
-
-def pilot_path(pilots_dir: str, experiment: Experiment) -> str:
-    return os.path.join(pilots_dir, f"{experiment.id}.json")
-
-
-def registration(experiment: Experiment, pilots_dir: str) -> dict | None:
-    """The experiment's pilot record if one was made under its current definitions (None otherwise): registered when
-    `record["passed"]`."""
-    path = pilot_path(pilots_dir, experiment)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        record = json.load(f)
-    return record if record.get("experiment_sha256") == experiment_sha256(experiment) else None
-
 
 def _rows(experiment: Experiment, stage: str, evidence: dict) -> list[dict]:
     from .verdicts import gate_rows

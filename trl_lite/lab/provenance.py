@@ -4,7 +4,8 @@ The *engine* is every module of the package that the lab's runs, measures, gates
 their imports (found by reading the import statements, lazy ones included, so nothing is left out by hand): the
 runner and the trainer it drives, the measures, the audit, the pilot, the statistics, the verdicts, the tasks. Not
 the report's formatting (`report.py`), the command line (`cli.py`), the loader (`experiments.py`) or the design
-modules. An experiment's hash is the engine's with its own design module (`trl_lite/lab/designs/<family>.py`), so
+modules. An experiment's hash is the engine's with its own design module (`trl_lite/lab/designs/<family>.py`) and the
+design modules that one imports, so
 redesigning one family of experiments leaves the others' runs valid, while a change to anything that decides a
 verdict invalidates every run.
 """
@@ -86,8 +87,21 @@ def engine_sha256() -> str:
     return _digest(engine_modules())
 
 
+def design_modules(design: str) -> list[str]:
+    """`design` (a dotted `lab.designs.<family>`) and every design module it imports, directly or not, sorted."""
+    seen, todo = set(), [design]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(n for n in imports(name) if n.startswith("lab.designs."))
+    return sorted(seen)
+
+
 def experiment_sha256(experiment) -> str:
-    """SHA-256 of the engine's files and `experiment`'s design module: recorded by its runs and its pilot."""
+    """SHA-256 of the engine's files and `experiment`'s design modules (its own and those it imports): recorded by
+    its runs and its pilot."""
     design = experiment.design[:-3].replace("/", ".")
-    digest = hashlib.sha256((engine_sha256() + "\0" + _digest([design]) + "\0" + experiment.id).encode())
+    digest = hashlib.sha256((engine_sha256() + "\0" + _digest(design_modules(design)) + "\0" + experiment.id).encode())
     return digest.hexdigest()

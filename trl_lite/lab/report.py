@@ -10,8 +10,7 @@ import math
 import os
 
 from .experiments import EXPERIMENTS, engine_sha256, experiment_named, experiment_sha256
-from .pilot import registration
-from .results import AUDIT_FILE, check_provenance, run_folder
+from .results import AUDIT_FILE, PILOTS, check_provenance, registration, run_folder
 from .stats import ALPHA, POWER
 from .verdicts import UNTESTABLE, family_size, gather, verdicts
 
@@ -203,7 +202,7 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
     if unknown:
         raise ValueError(f"takeaways={','.join(names)!r} names {unknown}; expected among {EXPERIMENTS.names()} "
                          "or 'all'.")
-    pilots_dir = pilots_dir or os.path.join(output_dir, "pilots")
+    pilots_dir = pilots_dir or os.path.join(output_dir, PILOTS)
     audit = _audit_measures(output_dir)
     records = {name: registration(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
     size = family_size(records)

@@ -17,6 +17,22 @@ from .stats import mean
 
 RESULT_FILE = "result.json"
 AUDIT_FILE = "audit.json"
+PILOTS = "pilots"  # <output-dir>/pilots/<id>.json: the pilots (`trl_lite.lab.pilot`)
+
+
+def pilot_path(pilots_dir: str, experiment: Experiment) -> str:
+    return os.path.join(pilots_dir, f"{experiment.id}.json")
+
+
+def registration(experiment: Experiment, pilots_dir: str) -> dict | None:
+    """The experiment's pilot record if one was made under its current definitions (None otherwise): registered when
+    `record["passed"]`."""
+    path = pilot_path(pilots_dir, experiment)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f)
+    return record if record.get("experiment_sha256") == experiment_sha256(experiment) else None
 
 
 class MissingRun(FileNotFoundError):

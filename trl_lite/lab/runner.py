@@ -40,7 +40,7 @@ from .design import (
 )
 from .measure import score_samples, top_share
 from .provenance import engine_sha256, experiment_sha256
-from .results import RESULT_FILE, initial_path, is_finished, run_folder
+from .results import PILOTS, RESULT_FILE, initial_path, is_finished, registration, run_folder
 from .stats import mean
 
 ADD_BUDGET = ADD_SETTINGS["max_completion_length"]  # ADD's held-out budget: its training length
@@ -285,9 +285,7 @@ def run(names: list[str], output_dir: str, *, seeds: int | None = None, steps: i
     if seeds is not None and (not isinstance(seeds, int) or seeds < 2):
         raise ValueError(f"seeds={seeds!r} is not supported; expected an int >= 2 (a verdict needs a spread).")
     if seeds is None:  # the registered lab: only experiments whose committed pilot passed
-        from .pilot import registration
-
-        pilots = pilots_dir or os.path.join(output_dir, "pilots")
+        pilots = pilots_dir or os.path.join(output_dir, PILOTS)
         unregistered = [name for name in names if not (registration(EXPERIMENTS[name], pilots) or {}).get("passed")]
         if unregistered:
             raise ValueError(f"experiments {unregistered} are not registered: no pilot in {pilots} passed under their "

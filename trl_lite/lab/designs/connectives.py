@@ -34,22 +34,19 @@ ARMS = {"recheck 0.2": arm("sumk", "recheck", steps=SUMK_STEPS, **CLIP)}
 
 def matched_excess(runs: dict) -> float:
     """sum_b w_b (clip rate of connectives in bin b - clip rate of other tokens in bin b), w_b = the connectives'
-    share of their eligible tokens in bin b; bins of the old probability (`trl_lite.lab.runner.PROB_BINS`), over the
-    run's training."""
+    share of their eligible tokens in bin b, over the bins where both classes have eligible tokens; bins of the old
+    probability (`trl_lite.lab.runner.PROB_BINS`), over the run's training."""
     strata = runs["recheck 0.2"]["train"]["strata"]  # {"<class>/<bin>/<eligible|clipped>": count}
     bins = sorted({key.split("/")[1] for key in strata})
-    weight = {b: strata.get(f"connective/{b}/eligible", 0.0) for b in bins}
+    # only bins holding eligible tokens of both classes compare like with like; the weights are over those bins
+    weight = {b: strata.get(f"connective/{b}/eligible", 0.0) for b in bins
+              if strata.get(f"connective/{b}/eligible", 0.0) and strata.get(f"other/{b}/eligible", 0.0)}
     total = sum(weight.values())
     if not total:
         return float("nan")
-    excess = 0.0
-    for b in bins:
-        other = strata.get(f"other/{b}/eligible", 0.0)
-        if not weight[b] or not other:
-            continue
-        excess += weight[b] / total * (strata.get(f"connective/{b}/clipped", 0.0) / weight[b]
-                                       - strata.get(f"other/{b}/clipped", 0.0) / other)
-    return excess
+    return sum(w / total * (strata.get(f"connective/{b}/clipped", 0.0) / w
+                            - strata.get(f"other/{b}/clipped", 0.0) / strata[f"other/{b}/eligible"])
+               for b, w in weight.items())
 
 
 def _clipped(cls: str):
