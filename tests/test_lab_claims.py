@@ -43,7 +43,7 @@ def committed_numbers() -> list[float]:
 
     values = []
     for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"),
-                 *glob.glob(os.path.join(LAB, "pilots", "*.json"))]:
+                 *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True)]:
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():

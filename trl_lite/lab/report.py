@@ -166,12 +166,26 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _failed_gate(entry: dict) -> str:
+    """What made an experiment untestable, in a few words: the first failed gate's kind, value and threshold."""
+    pilot = entry["pilot"]
+    if not entry["registered"] and pilot is None:
+        return "no pilot for these definitions"
+    negative = not entry["registered"]
+    failed = [g for g in (pilot["gates"] if negative else entry["gates"])
+              if not (g["passed_with_margin"] if negative else g["passed"])]
+    g = failed[0]
+    more = f"; {len(failed) - 1} more failed" if len(failed) > 1 else ""
+    return (f"{'negative pilot: ' if negative else ''}{g['kind']} {_f(g['value'], 3, False)}, needs "
+            f"{'<=' if g['at_most'] else '>='} {g['threshold']}{' with margin' if negative else ''}{more}")
+
+
 def readme_table(summary: dict) -> str:
     """The README's lab table, from `summary.json` only: verdict, and the headline figure or the reason."""
     lines = ["| experiment | verdict | from `summary.json` |", "|---|---|---|"]
     for e in summary["takeaways"]:
         if e["verdict"] == UNTESTABLE:
-            what = e["reads"].split(":")[0].replace("untestable ", "")
+            what = _failed_gate(e)
         else:
             what = "; ".join(f"{t['name']} {_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]"
                              for t in e["tests"])
@@ -212,6 +226,9 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
         entry["experiment_sha256"] = experiment_sha256(EXPERIMENTS[name])
         path = figure(entry, output_dir) if entry["verdict"] != UNTESTABLE or entry["tests"] else None
         entry["figure"] = os.path.basename(path) if path else None
+        pilot = entry["pilot"]
+        entry["seeds_needed"] = {g["name"]: seeds_needed(g, pilot) for g in (pilot or {}).get("gates", [])
+                                 if g["kind"] == "power" and not g["passed_with_margin"]}
     testable = [e for e in entries if e["verdict"] != UNTESTABLE]
     summary = {"engine_sha256": engine_sha256(), "alpha": ALPHA, "seeds_override": seeds, "family_size": size,
                "tested": sum(len(e["tests"]) for e in testable), "takeaways": entries}
