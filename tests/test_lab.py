@@ -208,7 +208,7 @@ def _fake_run(out, a, seed, eval_values, sha=None, train_rows=None, weights=None
             f.write(json.dumps(row) + "\n")
 
 
-def _fake_pilot(out, name, passed=True, sha=None, gates=None):
+def _fake_pilot(out, name, passed=True, sha=None, gates=None, registered_seeds=None):
     """A pilot record of experiment `name` in `<out>/pilots/<id>.json`, as `trl_lite.lab.pilot.pilot` writes it."""
     from trl_lite.lab.design import AUDIT_MARGIN, PILOT_MARGIN
     from trl_lite.lab.experiments import experiment_sha256
@@ -217,7 +217,7 @@ def _fake_pilot(out, name, passed=True, sha=None, gates=None):
     experiment = EXPERIMENTS[name]
     record = {"id": experiment.id, "experiment_sha256": sha or experiment_sha256(experiment),
               "margin": {"audit": AUDIT_MARGIN, "runs": PILOT_MARGIN, "pilot": PILOT_MARGIN},
-              "seeds": experiment.seed_list(pilot=True), "registered_seeds": experiment.seeds,
+              "seeds": experiment.seed_list(pilot=True), "registered_seeds": registered_seeds or experiment.seeds,
               "gates": gates or [], "effects": {p.name: [0.01, 0.02] for p in experiment.primaries},
               "passed": passed}
     path = pilot_path(os.path.join(str(out), "pilots"), experiment)
@@ -225,6 +225,15 @@ def _fake_pilot(out, name, passed=True, sha=None, gates=None):
     with open(path, "w") as f:
         json.dump(record, f)
     return record
+
+
+@pytest.fixture
+def t2_at_8_seeds(monkeypatch):
+    """T2 as first designed, at 8 seeds (registered at 11 since its first pilot): the hand-worked values of the report
+    tests are for 8 seeds."""
+    import dataclasses
+
+    monkeypatch.setitem(EXPERIMENTS._entries, "2", dataclasses.replace(EXPERIMENTS["2"], seeds=8))
 
 
 def _fake_lab(out, accuracies, audit=None, initial=0.5, pilot=True):
@@ -247,6 +256,7 @@ def _fake_lab(out, accuracies, audit=None, initial=0.5, pilot=True):
         _fake_pilot(out, "2")
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_verdict_fields_and_holm(tmp_path):
     from trl_lite.lab.experiments import engine_sha256, experiment_sha256
     from trl_lite.lab.report import report
@@ -276,6 +286,7 @@ def test_report_verdict_fields_and_holm(tmp_path):
     assert "- pilot (seeds 1000, 1001, 1002; passed" in text
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_family_is_every_registered_experiments_primary_tests(tmp_path):
     from trl_lite.lab.report import report
 
@@ -291,6 +302,7 @@ def test_report_family_is_every_registered_experiments_primary_tests(tmp_path):
     assert entry["adjusted"] == pytest.approx(min(1.0, 4 * entry["tests"][0]["p_value"]))
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_inconclusive_reads_the_interval_and_the_power(tmp_path):
     from trl_lite.lab.report import report
 
@@ -303,6 +315,7 @@ def test_report_inconclusive_reads_the_interval_and_the_power(tmp_path):
     assert "a power statement, not a bound on the effect" in entry["reads"]
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_untestable_when_an_audit_gate_fails(tmp_path):
     from trl_lite.lab.report import report
 
@@ -314,6 +327,7 @@ def test_report_untestable_when_an_audit_gate_fails(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["tested"] == 0
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_untestable_when_training_did_not_move(tmp_path):
     from trl_lite.lab.report import report
 
@@ -327,6 +341,7 @@ def test_report_untestable_when_training_did_not_move(tmp_path):
     assert test["verdict"] is None and test["mean"] == pytest.approx(-0.09)
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_path):
     from trl_lite.lab.report import report
 
@@ -340,7 +355,7 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
     assert entry["reads"].startswith("untestable (no pilot)") and entry["pilot"] is None
     failed = {"name": "T2: power", "stage": "pilot", "kind": "power", "value": 0.8, "threshold": 0.5,
               "at_most": True, "passed": False, "passed_with_margin": False}
-    _fake_pilot(tmp_path, "2", passed=False, gates=[failed])
+    _fake_pilot(tmp_path, "2", passed=False, gates=[failed], registered_seeds=8)  # a pilot planned for 8 seeds
     summary = report(["2"], str(tmp_path))
     (entry,) = summary["takeaways"]
     assert entry["reads"] == ("untestable (negative pilot: power): T2: power = 0.800 on the pilot, needs <= 0.5 "
@@ -354,8 +369,15 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
     assert seeds_needed(failed, entry["pilot"]) == 22
     assert 0.8 * mde(1.0, 22, 14) / mde(1.0, 8, 14) <= 0.375 < 0.8 * mde(1.0, 21, 14) / mde(1.0, 8, 14)
     assert "what it would take: 22 seeds per arm" in (tmp_path / "summary.md").read_text()
+    assert json.loads((tmp_path / "summary.json").read_text())["takeaways"][0]["seeds_needed"] == {"T2: power": 22}
+    # the README's row says which gate failed, its value and threshold
+    from trl_lite.lab.report import readme_table
+
+    assert readme_table(summary).splitlines()[2].endswith(
+        "| **untestable** | negative pilot: power 0.800, needs <= 0.5 with margin |")
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
 def test_report_refuses_missing_metrics_runs_and_mixed_definitions(tmp_path):
     from trl_lite.lab.experiments import engine_sha256, experiment_sha256
     from trl_lite.lab.report import report

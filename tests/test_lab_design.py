@@ -234,7 +234,7 @@ def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp
 
     pilots = tmp_path / "pilots"
     experiment = EXPERIMENTS["2"]
-    assert experiment.seed_list(pilot=True) == [1000, 1001, 1002] and experiment.seed_list() == list(range(8))
+    assert experiment.seed_list(pilot=True) == [1000, 1001, 1002] and experiment.seed_list() == list(range(11))
     assert registration(experiment, str(pilots)) is None  # no pilot
     with pytest.raises(ValueError, match=r"experiments \['2'\] are not registered"):
         run(["2"], str(tmp_path))
