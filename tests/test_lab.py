@@ -374,7 +374,12 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
     from trl_lite.lab.report import readme_table
 
     assert readme_table(summary).splitlines()[2].endswith(
-        "| **untestable** | negative pilot: power 0.800, needs <= 0.5 with margin |")
+        "| **untestable** | pilot, power 0.800 > 0.5 |")
+    # a value past the threshold but not by the margin (0.48 <= 0.5, not <= 0.375) is not printed as failing it
+    from trl_lite.lab.report import _failed_gate
+
+    near = {**entry, "pilot": {**entry["pilot"], "gates": [{**failed, "value": 0.48}]}}
+    assert _failed_gate(near) == "pilot, power 0.480 not past 0.5 by the margin"
 
 
 @pytest.mark.usefixtures("t2_at_8_seeds")

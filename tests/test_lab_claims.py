@@ -50,7 +50,10 @@ def committed_numbers() -> list[float]:
         e = EXPERIMENTS[name]
         values += [g.threshold for g in e.gates] + [p.margin for p in e.primaries if p.margin]
         values += [v for a in e.arms.values() for v in _numbers(dict(a.settings))]
-    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.MOVE]
+    from trl_lite.lab import stats
+
+    # the family-wise error and the power the engine uses (a "95% interval" is 1 - ALPHA, "80% power" POWER)
+    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.MOVE, 1 - stats.ALPHA, stats.POWER]
     return values
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 from .experiments import EXPERIMENTS, engine_sha256, experiment_named, experiment_sha256
 from .results import AUDIT_FILE, PILOTS, check_provenance, registration, run_folder
@@ -73,6 +74,36 @@ def figure(entry: dict, output_dir: str) -> str | None:
     return path
 
 
+def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
+    """Per arm of an experiment that ran, means over its seeds (descriptive, no test): held-out accuracy and the
+    initial policy's, the training reward over the first and the last 10 logged steps, the mean |advantage| and the
+    mean gradient norm. What training did to each arm, next to the verdict. Empty for an experiment never run."""
+    if not entry["tests"] or entry["tests"][0].get("per_seed") is None:
+        return {}
+    from ..ablate import read_metrics
+    from .stats import mean
+    from .verdicts import evidence
+
+    experiment = experiment_named(entry["id"])
+    found = evidence(experiment, output_dir, list(range(entry["seeds"])))
+    out = {}
+    for label, a in experiment.arms.items():
+        runs = [found["runs"][seed][label] for seed in range(entry["seeds"])]
+        rows = [read_metrics(os.path.join(run_folder(output_dir, a, seed), "metrics.jsonl"))
+                for seed in range(entry["seeds"])]
+        rewards = [[r["reward"] for r in log if r.get("reward") is not None] for log in rows]
+        out[label] = {
+            "held_out_acc": mean([run["eval"]["acc"] for run in runs]),
+            "initial_acc": runs[0]["initial"]["acc"],
+            "train_reward_first10": mean([mean(r[:10]) for r in rewards]),
+            "train_reward_last10": mean([mean(r[-10:]) for r in rewards]),
+            "abs_adv_mean": mean([run["train"]["abs_adv_mean"] for run in runs]),
+            "grad_norm_mean": mean([mean([r["grad_norm"] for r in log if r.get("grad_norm") is not None])
+                                    for log in rows]),
+        }
+    return out
+
+
 REWARD_SCALE = ("Reward scale ({0,1} vs {-1,1}, the other half of Takeaway 1): with binary rewards r -> 2r-1 leaves "
                 "every normalization that divides by a std unchanged up to epsilon (A' = (r - mu)/(sigma + eps/2)), so "
                 "it cannot show in any run here; tests/test_advantages.py proves it rather than measures it.")
@@ -119,7 +150,8 @@ def markdown(summary: dict) -> str:
     lines = [f"# trl-lite lab: {len(takeaways)} experiment(s)", "",
              f"Engine `{summary['engine_sha256'][:16]}` (`trl_lite.lab.provenance`). Family-wise error "
              f"{summary['alpha']}: Holm over the {summary['family_size']} primary tests of the registered experiments "
-             f"({summary['tested']} tested here, the others at p = 1)."
+             f"({summary['tested']} tested here"
+             + (", the others at p = 1)." if summary["family_size"] > summary["tested"] else ").")
              + (f" **Seeds overridden: {summary['seeds_override']} (not the pre-registered lab).**"
                 if summary["seeds_override"] else ""), "",
              "| experiment | verdict | primary test | effect, mean [95% interval, unadjusted] | Holm-adjusted p | "
@@ -160,6 +192,14 @@ def markdown(summary: dict) -> str:
             lines += [f"- {key}: {_f(d['mean'], 4)} [{_f(d['interval'][0], 4)}, {_f(d['interval'][1], 4)}]"
                       + (f" ({d['seeds']} of {e['seeds']} seeds defined)" if d["seeds"] < e["seeds"] else "")
                       for key, d in e["details"].items()]
+        if e.get("arm_summary"):
+            lines += ["", "What training did to each arm (descriptive: means over seeds):", "",
+                      "| arm | held-out accuracy (initial) | training reward, first / last 10 steps | mean abs(A) | "
+                      "mean gradient norm |", "|---|---|---|---|---|"]
+            lines += [f"| {label} | {_f(d['held_out_acc'], 4, False)} ({_f(d['initial_acc'], 4, False)}) | "
+                      f"{_f(d['train_reward_first10'], 3, False)} / {_f(d['train_reward_last10'], 3, False)} | "
+                      f"{_f(d['abs_adv_mean'], 3, False)} | {_f(d['grad_norm_mean'], 3, False)} |"
+                      for label, d in e["arm_summary"].items()]
         if e.get("figure"):
             lines += ["", f"Figure: `{e['figure']}`"]
         lines.append("")
@@ -175,9 +215,12 @@ def _failed_gate(entry: dict) -> str:
     failed = [g for g in (pilot["gates"] if negative else entry["gates"])
               if not (g["passed_with_margin"] if negative else g["passed"])]
     g = failed[0]
-    more = f"; {len(failed) - 1} more failed" if len(failed) > 1 else ""
-    return (f"{'negative pilot: ' if negative else ''}{g['kind']} {_f(g['value'], 3, False)}, needs "
-            f"{'<=' if g['at_most'] else '>='} {g['threshold']}{' with margin' if negative else ''}{more}")
+    more = f", +{len(failed) - 1} more" if len(failed) > 1 else ""
+    value, threshold = g["value"], g["threshold"]
+    passes_unmargined = math.isfinite(value) and (value <= threshold if g["at_most"] else value >= threshold)
+    compared = (f"not past {threshold} by the margin" if passes_unmargined
+                else f"{'>' if g['at_most'] else '<'} {threshold}")
+    return f"{'pilot, ' if negative else ''}{g['kind']} {_f(value, 3, False)} {compared}{more}"
 
 
 def readme_table(summary: dict) -> str:
@@ -187,9 +230,10 @@ def readme_table(summary: dict) -> str:
         if e["verdict"] == UNTESTABLE:
             what = _failed_gate(e)
         else:
-            what = "; ".join(f"{t['name']} {_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]"
-                             for t in e["tests"])
-        lines.append(f"| {e['id']} {e['title'].split(',')[0]} | **{e['verdict']}** | {what} |")
+            what = "; ".join((f"{t['name']} " if len(e["tests"]) > 1 else "")
+                             + f"{_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]" for t in e["tests"])
+        title = re.split(r"[,;]", e["title"])[0]
+        lines.append(f"| {e['id']} {title} | **{e['verdict']}** | {what} |")
     return "\n".join(lines) + "\n"
 
 
@@ -226,6 +270,7 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
         entry["experiment_sha256"] = experiment_sha256(EXPERIMENTS[name])
         path = figure(entry, output_dir) if entry["verdict"] != UNTESTABLE or entry["tests"] else None
         entry["figure"] = os.path.basename(path) if path else None
+        entry["arm_summary"] = arm_summary(entry, output_dir)
         pilot = entry["pilot"]
         entry["seeds_needed"] = {g["name"]: seeds_needed(g, pilot) for g in (pilot or {}).get("gates", [])
                                  if g["kind"] == "power" and not g["passed_with_margin"]}
