@@ -19,6 +19,9 @@ supervised fine-tuning with TRL's SFTTrainer on generated completions. They diff
 - `sumk_fork`, `sumk_connective`, `sumk_long`: fine-tuned from those two (800 SFT steps at lr 1e-3, about 4 min each
   on one core) for the lab's fair tests of Takeaways 4, 5 and 6-8 (`POLICIES` below says what each adds).
 
+- `sumk_recheck`, `sumk_verbose`, `sumk_scratch`: fine-tuned the same way for the lab's version 2 (`verbose` for 1,600
+  steps, about 41 min on one core shared with other jobs); `bench/lab/README.md` says which audit gates they met.
+
     python scripts/build_lab_policies.py [--policy base|aligned|both] [--output-dir trl_lite/assets] [--max-steps 8000]
     python scripts/build_lab_policies.py --policy fork      # then connective, long (after base and aligned)
 """
