@@ -39,6 +39,20 @@ change     +0.348   +0.186
 """
 
 
+DEMO_TOLERANCE = 0.01  # the after row's spread across CPUs, seen 0.004 (docs/versions.md), with room
+
+
+def _demo_rows(text: str) -> dict[str, list[float]]:
+    """{"before" | "after" | "change": [greedy, sampled]} of the demo's printed table."""
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in ("before", "after", "change"):
+            rows[parts[0]] = [float(parts[1]), float(parts[2])]
+    assert set(rows) == {"before", "after", "change"}, text[-1000:]
+    return rows
+
+
 def _card(output_dir) -> str:
     return open(os.path.join(output_dir, "README.md")).read()
 
@@ -409,8 +423,8 @@ def test_trl_lite_train_launches_two_processes_through_accelerate(tmp_path):
                     "stack's (.ci/reference.txt); CI sets TRL_LITE_DEMO_FIGURES=1 there (set it to check them here)")
 def test_demo_figures(tmp_path):
     # `trl-lite train` with no arguments, as a new user runs it (only the folder differs): the before/after table that
-    # README.md and docs/quickstart.md quote, to the printed digit. CPU float32 with a fixed seed repeats exactly, on
-    # the stack it was measured on; another release of a package below may move a digit (.ci/upstream.py reports it).
+    # README.md and docs/quickstart.md quote. CPU float32 with a fixed seed repeats exactly on one machine and stack;
+    # another release of a package below may move a digit (.ci/upstream.py reports it), and so may another CPU.
     changed = stack.differences(stack.FIGURE_PACKAGES)
     assert not changed, ("the demo's figures are the reference stack's (.ci/reference.txt), and this stack differs: "
                          f"{'; '.join(changed)}. Install it with PIP_CONSTRAINT=.ci/reference.txt, or unset "
@@ -418,6 +432,14 @@ def test_demo_figures(tmp_path):
     result = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
-    assert DEMO_TABLE.strip() in result.stdout, result.stdout[-1000:]
+    # The same packages print other digits on other CPUs (float32 kernels differ by processor): on 2026-11-25 the
+    # reference stack printed the README's after row (0.802, 0.688) on one CI machine and 0.806, 0.690 on an AMD EPYC
+    # one (docs/versions.md). So: the header and the before row (the initial policy, identical on both) to the digit;
+    # the after row within DEMO_TOLERANCE of the README's; the change row is after - before.
+    got, want = _demo_rows(result.stdout), _demo_rows(DEMO_TABLE)
+    assert DEMO_TABLE.strip().splitlines()[:2] == result.stdout[result.stdout.index("held-out accuracy"):].splitlines()[:2]
+    assert got["before"] == want["before"], result.stdout[-1000:]
+    assert all(abs(g - w) <= DEMO_TOLERANCE for g, w in zip(got["after"], want["after"])), result.stdout[-1000:]
+    assert all(abs(c - (a - b)) <= 0.0015 for c, a, b in zip(got["change"], got["after"], got["before"]))
     run = tmp_path / "runs" / "train_lite"
     assert (run / "checkpoint-200" / "trainer_state.json").exists() and (run / "trainer_state.json").exists()
