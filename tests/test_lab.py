@@ -267,6 +267,13 @@ def test_report_verdict_fields_and_holm(tmp_path):
     summary = report(["2"], str(tmp_path))
     (entry,) = summary["takeaways"]
     assert entry["verdict"] == "reproduced" and entry["id"] == "T2" and entry["registered"]
+    # what training did to each arm, descriptive: group/none's held-out accuracy is 0.6 + the mean gain 0.02; the
+    # initial policy's 0.5; every fake run logs reward 0.5 and gradient norm 1.0 at its one step
+    arms = entry["arm_summary"]
+    assert arms["group/none"]["held_out_acc"] == pytest.approx(0.62) and arms["group/group"]["held_out_acc"] == 0.6
+    assert arms["group/none"]["initial_acc"] == 0.5
+    assert arms["group/group"]["train_reward_first10"] == arms["group/group"]["train_reward_last10"] == 0.5
+    assert arms["group/group"]["grad_norm_mean"] == 1.0
     assert entry["effect"] == pytest.approx(0.02) and entry["per_seed"] == pytest.approx(gains)
     assert entry["interval"][0] > 0 and entry["adjusted"] < 0.05 and entry["mde"] > 0
     # 2 audit gates, then the 2 movement gates (runs): group/none mean 0.62 - initial 0.5 = 0.12, group/group 0.10

@@ -93,8 +93,8 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
                 for seed in range(entry["seeds"])]
         rewards = [[r["reward"] for r in log if r.get("reward") is not None] for log in rows]
         out[label] = {
-            "held_out_acc": mean([run["eval"]["acc"] for run in runs]),
-            "initial_acc": runs[0]["initial"]["acc"],
+            "held_out_acc": mean([run["eval"].get("acc", math.nan) for run in runs]),
+            "initial_acc": runs[0]["initial"].get("acc", math.nan),
             "train_reward_first10": mean([mean(r[:10]) for r in rewards]),
             "train_reward_last10": mean([mean(r[-10:]) for r in rewards]),
             "abs_adv_mean": mean([run["train"]["abs_adv_mean"] for run in runs]),
