@@ -436,6 +436,54 @@ def test_report_refuses_missing_metrics_runs_and_mixed_definitions(tmp_path):
         report(["2"], str(tmp_path))
 
 
+@pytest.mark.usefixtures("t2_at_8_seeds")
+def test_report_carries_an_experiment_from_an_earlier_summary_with_its_hash(tmp_path):
+    """An experiment whose runs are not here is carried from an earlier summary.json made under the same hash: the
+    same per-seed effects give the same tests, and Holm is made again over the current family."""
+    import shutil
+
+    from trl_lite.lab.report import report
+    from trl_lite.lab.results import MissingRun
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    gains = [0.020, 0.022, 0.018, 0.021, 0.019, 0.020, 0.023, 0.017]
+    _fake_lab(first, [(0.6 + g, 0.6) for g in gains])
+    made = report(["2"], str(first))["takeaways"][0]
+    # the second lab holds the audit and the pilot, not the runs
+    second.mkdir()
+    shutil.copy(first / "audit.json", second / "audit.json")
+    shutil.copytree(first / "pilots", second / "pilots")
+    with pytest.raises(MissingRun):
+        report(["2"], str(second))
+    carried = report(["2"], str(second), carry=str(first / "summary.json"))["takeaways"][0]
+    assert carried["carried"] and "carried" not in made
+    for key in ("verdict", "effect", "interval", "per_seed", "adjusted", "mde", "gates", "details", "arm_summary",
+                "cost_min", "figure", "reads"):
+        assert json.dumps(carried[key]) == json.dumps(made[key]), key  # as text: NaN (no spread) equals itself
+    assert (second / "T2.png").exists()  # the figure is copied from beside the earlier summary
+    assert "Carried: the per-seed effects" in (second / "summary.md").read_text()
+    # a second registered experiment (T1, 1 primary test) joins the family: T2's raw p is unchanged, its Holm-adjusted
+    # p is min(1, 2 x raw) (T1 untested enters at p = 1, so T2's is the smallest of 2)
+    _fake_pilot(second, "1")
+    wider = report(["2"], str(second), carry=str(first / "summary.json"))
+    assert wider["family_size"] == 2
+    assert wider["takeaways"][0]["adjusted"] == pytest.approx(min(1.0, 2 * made["tests"][0]["p_value"]))
+    # carried only under the same engine, seeds and definitions: another seed count carries nothing
+    with pytest.raises(MissingRun):
+        report(["2"], str(second), seeds=4, carry=str(first / "summary.json"))
+    stale = json.loads((first / "summary.json").read_text())
+    stale["takeaways"][0]["experiment_sha256"] = "0" * 64
+    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    with pytest.raises(MissingRun):
+        report(["2"], str(second), carry=str(tmp_path / "stale.json"))
+    stale["takeaways"][0]["experiment_sha256"], stale["engine_sha256"] = made["experiment_sha256"], "1" * 64
+    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    with pytest.raises(MissingRun):
+        report(["2"], str(second), carry=str(tmp_path / "stale.json"))
+    # where the runs are here, they are read, not carried
+    assert "carried" not in report(["2"], str(first), carry=str(first / "summary.json"))["takeaways"][0]
+
+
 def test_the_report_never_trains():
     """Importing the report (and the results and verdicts it reads through) loads neither the runner, the trainer nor
     torch; the results, verdicts and statistics do not import the runner or the audit at all, lazily or not."""

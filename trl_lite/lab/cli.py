@@ -6,6 +6,7 @@
     trl-lite lab run all --output-dir runs/lab           # audit, then every registered run (resumes)
     trl-lite lab run 4,5 --output-dir runs/lab --shard 0/2   # and --shard 1/2 in a second process
     trl-lite lab report all --output-dir runs/lab        # verdicts, figures, summary.md / summary.json (reads only)
+    trl-lite lab report all --output-dir runs/lab --carry bench/lab/summary.json   # runs not here: from that summary
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--seeds", type=int, default=None,
                        help="Paired seeds per experiment instead of the pre-registered ones (a quick try; the summary "
                             "says so).")
+    report_parser.add_argument("--carry", default=None, metavar="SUMMARY_JSON",
+                               help="An earlier summary.json: an experiment whose runs are not in --output-dir and "
+                                    "whose definitions it holds under the same hash is carried from it (its per-seed "
+                                    "effects, gates and details; the tests are made again).")
     run_parser.add_argument("--steps", type=int, default=None,
                             help="Optimizer steps per run instead of 120 (ADD) / 128 (SUM-k) (a quick try).")
     run_parser.add_argument("--eval-problems", type=int, default=None,
@@ -117,6 +122,6 @@ def main(argv: list[str] | None = None) -> None:
         from .stats import MetricError
 
         try:
-            print(report(_names(args.takeaways), args.output_dir, seeds=args.seeds)["table"], end="")
+            print(report(_names(args.takeaways), args.output_dir, seeds=args.seeds, carry=args.carry)["table"], end="")
         except (MissingRun, DefinitionMismatch, MetricError, FileNotFoundError) as err:
             sys.exit(f"trl-lite lab report: {err}")

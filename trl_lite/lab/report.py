@@ -1,6 +1,12 @@
 """Summary, figures and tables of the lab from its finished runs (`trl_lite.lab.verdicts` decides; this module only
 writes): `summary.md`, `summary.json`, one figure per run experiment, the README's lab table, and the pre-registration
 table generated from the definitions. Reads only: a missing run is an error naming it, never a reason to train.
+
+An earlier `summary.json` can stand in for an experiment's run folders (`carry`): where its entry was made under the
+same engine and definitions (the same `experiment_sha256`) and the runs are not on this machine, the report takes the
+recorded per-seed effects, gates, details and per-arm summary, and runs the same tests and the same Holm adjustment
+on them (`trl_lite.lab.stats`), with the family of the current registrations. A lab can then add an experiment
+without training the others again; the entry says it was carried.
 """
 
 from __future__ import annotations
@@ -9,10 +15,11 @@ import json
 import math
 import os
 import re
+import shutil
 
 from .experiments import EXPERIMENTS, engine_sha256, experiment_named, experiment_sha256
-from .results import AUDIT_FILE, PILOTS, check_provenance, registration, run_folder
-from .stats import ALPHA, POWER
+from .results import AUDIT_FILE, PILOTS, check_provenance, is_finished, registration, run_folder
+from .stats import ALPHA, POWER, equivalence, t_test
 from .verdicts import UNTESTABLE, family_size, gather, verdicts
 
 
@@ -170,6 +177,10 @@ def markdown(summary: dict) -> str:
         lines += [f"### {e['id']}: {e['title']}", "", f"The paper: {e['claim']}", "",
                   f"Definitions: `trl_lite/{e['design']}`, experiment_sha256 `{e['experiment_sha256'][:16]}`.", "",
                   f"**{e['reads']}**", ""]
+        if e.get("carried"):
+            lines += ["Carried: the per-seed effects, gates, details and per-arm summary below are an earlier "
+                      "`summary.json`'s, made under this experiment_sha256 (its runs were not on the machine that "
+                      "wrote this report); the tests and the Holm adjustment were made again from them.", ""]
         lines += _pilot_lines(e["pilot"])
         for t in e["tests"]:
             if t.get("verdict") is not None:
@@ -253,9 +264,50 @@ def preregistration(names: list[str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_dir: str | None = None) -> dict:
+def carried_entries(path: str, seeds: int | None = None) -> dict[str, dict]:
+    """The entries of the earlier summary at `path` that a report may carry: `{experiment_sha256: entry}` of the
+    experiments it ran (registered, past their audit gates), when it was made under the current engine and with the
+    same seeds. Empty when the engine or the seeds differ: then nothing it holds is the current definitions' result."""
+    with open(path, encoding="utf-8") as f:
+        previous = json.load(f)
+    if previous.get("engine_sha256") != engine_sha256() or previous.get("seeds_override") != seeds:
+        return {}
+    return {entry["experiment_sha256"]: entry for entry in previous["takeaways"]
+            if entry.get("registered") and any(g["stage"] == "runs" for g in entry["gates"])}
+
+
+def _runs_here(name: str, output_dir: str, seeds: int | None) -> bool:
+    experiment = EXPERIMENTS[name]
+    return all(is_finished(output_dir, a, seed) for seed in (list(range(seeds)) if seeds else experiment.seed_list())
+               for a in experiment.arms.values())
+
+
+def carry_entry(name: str, old: dict, record: dict | None) -> dict:
+    """Experiment `name`'s entry from an earlier summary's `old` (same `experiment_sha256`), as `gather` would make it
+    from the runs: the recorded gates, details and cost, and the primary tests made again from the recorded per-seed
+    effects (a gate that failed leaves them untested, as in `gather`). Holm is applied afterwards with the rest."""
+    experiment = EXPERIMENTS[name]
+    entry = {key: old[key] for key in ("id", "title", "claim", "seeds", "arms", "excluded", "gates", "details",
+                                       "cost_min")}
+    entry.update(registered=bool(record and record["passed"]), pilot=record, tests=[], carried=True)
+    gated = all(g["passed"] for g in entry["gates"])
+    for primary, test in zip(experiment.primaries, old["tests"], strict=True):
+        per_seed = test["per_seed"]
+        if not gated:
+            entry["tests"].append({"name": primary.name, "mean": test["mean"], "per_seed": per_seed,
+                                   "verdict": None, "margin": primary.margin})
+        else:
+            entry["tests"].append(equivalence(primary.name, per_seed, primary.margin) if primary.margin
+                                  else t_test(primary.name, per_seed))
+    return entry
+
+
+def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_dir: str | None = None,
+           carry: str | None = None) -> dict:
     """Writes `summary.md`, `summary.json` and one figure per run experiment into `output_dir`; returns the summary
-    with `table` (the markdown's verdict table). `pilots_dir` (default `<output_dir>/pilots`) holds the pilots."""
+    with `table` (the markdown's verdict table). `pilots_dir` (default `<output_dir>/pilots`) holds the pilots.
+    `carry`: an earlier `summary.json` whose entries stand in for the runs of an experiment with the same hash whose
+    runs are not in `output_dir` (the module's docstring); its figure is copied from beside it."""
     unknown = [name for name in names if name not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"takeaways={','.join(names)!r} names {unknown}; expected among {EXPERIMENTS.names()} "
@@ -264,10 +316,25 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
     audit = _audit_measures(output_dir)
     records = {name: registration(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
     size = family_size(records)
-    entries = verdicts([gather(name, output_dir, audit, records[name], seeds) for name in names], size)
+    old = carried_entries(carry, seeds) if carry else {}
+    carried = {name: old[experiment_sha256(EXPERIMENTS[name])] for name in names
+               if experiment_sha256(EXPERIMENTS[name]) in old and records[name] and records[name]["passed"]
+               and not _runs_here(name, output_dir, seeds)}
+    entries = verdicts([carry_entry(name, carried[name], records[name]) if name in carried
+                        else gather(name, output_dir, audit, records[name], seeds) for name in names], size)
     for name, entry in zip(names, entries):
         entry["design"] = EXPERIMENTS[name].design
         entry["experiment_sha256"] = experiment_sha256(EXPERIMENTS[name])
+        if name in carried:
+            entry["figure"] = carried[name].get("figure")
+            entry["arm_summary"] = carried[name].get("arm_summary", {})
+            if entry["figure"]:
+                source = os.path.join(os.path.dirname(os.path.abspath(carry)), entry["figure"])
+                target = os.path.join(output_dir, entry["figure"])
+                if os.path.exists(source) and os.path.abspath(source) != os.path.abspath(target):
+                    shutil.copyfile(source, target)
+            entry["seeds_needed"] = {}
+            continue
         path = figure(entry, output_dir) if entry["verdict"] != UNTESTABLE or entry["tests"] else None
         entry["figure"] = os.path.basename(path) if path else None
         entry["arm_summary"] = arm_summary(entry, output_dir)
