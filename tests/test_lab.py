@@ -3,6 +3,7 @@ the verdict rule, the SUM-k task and tokenizer, the experiments' definitions, re
 lab end to end (a negative pilot, 2 steps, 2 seeds) through the CLI, resumed. The design pieces (gates, movement,
 power, pilots, provenance) are in tests/test_lab_design.py."""
 
+import hashlib
 import json
 import math
 import os
@@ -456,7 +457,8 @@ def test_report_carries_an_experiment_from_an_earlier_summary_with_its_hash(tmp_
     with pytest.raises(MissingRun):
         report(["2"], str(second))
     carried = report(["2"], str(second), carry=str(first / "summary.json"))["takeaways"][0]
-    assert carried["carried"] and "carried" not in made
+    assert "carried" not in made and carried["carried"]["file"] == str(first / "summary.json")
+    assert carried["carried"]["sha256"] == hashlib.sha256((first / "summary.json").read_bytes()).hexdigest()
     for key in ("verdict", "effect", "interval", "per_seed", "adjusted", "mde", "gates", "details", "arm_summary",
                 "cost_min", "figure", "reads"):
         assert json.dumps(carried[key]) == json.dumps(made[key]), key  # as text: NaN (no spread) equals itself
@@ -480,7 +482,25 @@ def test_report_carries_an_experiment_from_an_earlier_summary_with_its_hash(tmp_
     (tmp_path / "stale.json").write_text(json.dumps(stale))
     with pytest.raises(MissingRun):
         report(["2"], str(second), carry=str(tmp_path / "stale.json"))
-    # where the runs are here, they are read, not carried
+    # nor from another pilot (a pilot made again, here with other registered seeds) ...
+    _fake_pilot(second, "2", registered_seeds=9)
+    with pytest.raises(MissingRun):
+        report(["2"], str(second), carry=str(first / "summary.json"))
+    _fake_pilot(second, "2")
+    assert report(["2"], str(second), carry=str(first / "summary.json"))["takeaways"][0]["carried"]
+    # ... nor where an audit gate reads otherwise now (a rebuilt policy)
+    audit = json.loads((second / "audit.json").read_text())
+    (second / "audit.json").write_text(json.dumps({**audit, "add/easy/pass": 0.9}))
+    with pytest.raises(MissingRun):
+        report(["2"], str(second), carry=str(first / "summary.json"))
+    (second / "audit.json").write_text(json.dumps(audit))
+    # where any run is here, the runs are read (a missing one is an error), never carried
+    from trl_lite.lab.results import run_folder
+
+    shutil.copytree(run_folder(str(first), EXPERIMENTS["2"].arms["group/none"], 0),
+                    run_folder(str(second), EXPERIMENTS["2"].arms["group/none"], 0))
+    with pytest.raises(MissingRun):
+        report(["2"], str(second), carry=str(first / "summary.json"))
     assert "carried" not in report(["2"], str(first), carry=str(first / "summary.json"))["takeaways"][0]
 
 

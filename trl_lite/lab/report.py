@@ -3,14 +3,17 @@ writes): `summary.md`, `summary.json`, one figure per run experiment, the README
 table generated from the definitions. Reads only: a missing run is an error naming it, never a reason to train.
 
 An earlier `summary.json` can stand in for an experiment's run folders (`carry`): where its entry was made under the
-same engine and definitions (the same `experiment_sha256`) and the runs are not on this machine, the report takes the
-recorded per-seed effects, gates, details and per-arm summary, and runs the same tests and the same Holm adjustment
-on them (`trl_lite.lab.stats`), with the family of the current registrations. A lab can then add an experiment
-without training the others again; the entry says it was carried.
+same engine and definitions (the same `experiment_sha256`), with the same seeds, from the same pilot record as the
+current one, with audit gates that read the same on the current audit (a rebuilt policy reads otherwise), and none
+of the experiment's runs is on this machine, the report takes the recorded per-seed effects, gates, details and
+per-arm summary, and runs the same tests and the same Holm adjustment on them (`trl_lite.lab.stats`), with the family
+of the current registrations. A lab can then add an experiment without training the others again; the entry names
+the file it was carried from and that file's SHA-256.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -18,9 +21,9 @@ import re
 import shutil
 
 from .experiments import EXPERIMENTS, engine_sha256, experiment_named, experiment_sha256
-from .results import AUDIT_FILE, PILOTS, check_provenance, is_finished, registration, run_folder
+from .results import AUDIT_FILE, PILOTS, check_provenance, registration, run_folder
 from .stats import ALPHA, POWER, equivalence, t_test
-from .verdicts import UNTESTABLE, family_size, gather, verdicts
+from .verdicts import UNTESTABLE, family_size, gather, gate_rows, verdicts
 
 
 def _audit_measures(output_dir: str) -> dict:
@@ -178,9 +181,10 @@ def markdown(summary: dict) -> str:
                   f"Definitions: `trl_lite/{e['design']}`, experiment_sha256 `{e['experiment_sha256'][:16]}`.", "",
                   f"**{e['reads']}**", ""]
         if e.get("carried"):
-            lines += ["Carried: the per-seed effects, gates, details and per-arm summary below are an earlier "
-                      "`summary.json`'s, made under this experiment_sha256 (its runs were not on the machine that "
-                      "wrote this report); the tests and the Holm adjustment were made again from them.", ""]
+            lines += [f"Carried: the per-seed effects, gates, details and per-arm summary below are those of "
+                      f"`{os.path.basename(e['carried']['file'])}` (SHA-256 `{e['carried']['sha256'][:16]}`), made "
+                      "under this experiment_sha256 from the same pilot (its runs were not on the machine that wrote "
+                      "this report); the tests and the Holm adjustment were made again from them.", ""]
         lines += _pilot_lines(e["pilot"])
         for t in e["tests"]:
             if t.get("verdict") is not None:
@@ -276,10 +280,25 @@ def carried_entries(path: str, seeds: int | None = None) -> dict[str, dict]:
             if entry.get("registered") and any(g["stage"] == "runs" for g in entry["gates"])}
 
 
-def _runs_here(name: str, output_dir: str, seeds: int | None) -> bool:
+def _any_run_here(name: str, output_dir: str, seeds: int | None) -> bool:
+    """Whether any run of experiment `name` is in `output_dir` (then its runs are read, and a missing one is an error,
+    never a reason to carry)."""
     experiment = EXPERIMENTS[name]
-    return all(is_finished(output_dir, a, seed) for seed in (list(range(seeds)) if seeds else experiment.seed_list())
-               for a in experiment.arms.values())
+    return any(os.path.exists(run_folder(output_dir, a, seed))
+               for seed in (list(range(seeds)) if seeds else experiment.seed_list()) for a in experiment.arms.values())
+
+
+def _carriable(name: str, old: dict, record: dict | None, audit: dict) -> bool:
+    """Whether `old` (an earlier entry under the same hash) may stand in for `name`'s runs: the same pilot record, a
+    registered one, and audit gates that read the same on the current audit."""
+    if not (record and record["passed"]) or old.get("pilot") != record:
+        return False
+    experiment = EXPERIMENTS[name]
+    try:
+        now = gate_rows(experiment, "audit", audit)
+    except KeyError:  # the current audit has not measured this experiment's policies
+        return False
+    return now == [g for g in old["gates"] if g["stage"] == "audit"]
 
 
 def carry_entry(name: str, old: dict, record: dict | None) -> dict:
@@ -318,21 +337,28 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
     size = family_size(records)
     old = carried_entries(carry, seeds) if carry else {}
     carried = {name: old[experiment_sha256(EXPERIMENTS[name])] for name in names
-               if experiment_sha256(EXPERIMENTS[name]) in old and records[name] and records[name]["passed"]
-               and not _runs_here(name, output_dir, seeds)}
+               if experiment_sha256(EXPERIMENTS[name]) in old and not _any_run_here(name, output_dir, seeds)
+               and _carriable(name, old[experiment_sha256(EXPERIMENTS[name])], records[name], audit)}
+    if carried:
+        with open(carry, "rb") as f:
+            source = {"file": os.path.abspath(carry), "sha256": hashlib.sha256(f.read()).hexdigest()}
     entries = verdicts([carry_entry(name, carried[name], records[name]) if name in carried
                         else gather(name, output_dir, audit, records[name], seeds) for name in names], size)
     for name, entry in zip(names, entries):
         entry["design"] = EXPERIMENTS[name].design
         entry["experiment_sha256"] = experiment_sha256(EXPERIMENTS[name])
         if name in carried:
-            entry["figure"] = carried[name].get("figure")
+            entry["carried"] = source
             entry["arm_summary"] = carried[name].get("arm_summary", {})
-            if entry["figure"]:
-                source = os.path.join(os.path.dirname(os.path.abspath(carry)), entry["figure"])
-                target = os.path.join(output_dir, entry["figure"])
-                if os.path.exists(source) and os.path.abspath(source) != os.path.abspath(target):
-                    shutil.copyfile(source, target)
+            # the earlier figure, where its verdict (in its title) still holds; it cannot be drawn again without runs
+            figure_name = carried[name].get("figure")
+            origin = os.path.join(os.path.dirname(source["file"]), figure_name or "")
+            entry["figure"] = None
+            if figure_name and entry["verdict"] == carried[name]["verdict"] and os.path.isfile(origin):
+                target = os.path.join(output_dir, figure_name)
+                if os.path.abspath(origin) != os.path.abspath(target):
+                    shutil.copyfile(origin, target)
+                entry["figure"] = figure_name
             entry["seeds_needed"] = {}
             continue
         path = figure(entry, output_dir) if entry["verdict"] != UNTESTABLE or entry["tests"] else None
