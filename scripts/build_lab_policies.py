@@ -55,9 +55,13 @@ POLICIES = {
     # connective (Takeaway 5): the careful format, each step followed by `then` or by a `chk` recheck, 50/50
     "connective": {"styles": {"careful": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.25,
                    "recheck": 0.5, "seed": 4, "init": "aligned"},
-    # long (Takeaways 6-8): the base-like mix with a terminating 80-120-token format in 10% of its data (from filler)
-    "long": {"styles": {"direct": 0.25, "step": 0.35, "careful": 0.10, "filler": 0.10, "loop": 0.10, "long": 0.10},
-             "step_noise": 0.08, "direct_noise": 0.3, "carry_error": 0.0, "seed": 5, "init": "base"},
+    # long (Takeaway 6 since 2026-11-25): the verbose policy below fine-tuned wordier and wronger, for T6 alone (T8
+    # keeps `verbose`). Version 1's `long` (base-like, a terminating 80-120-token format in 10% of its data, no
+    # experiment of version 2 used it) was {"direct": 0.25, "step": 0.35, "careful": 0.10, "filler": 0.10,
+    # "loop": 0.10, "long": 0.10}, step noise 0.08, from `base`. `verbose` sampled 24.2% long wrong completions where
+    # T6's audit gate asks for 25% and a tenth more (bench/lab/pilots/superseded/T6-verbose.json)
+    "long": {"styles": {"direct": 0.05, "step": 0.1, "long": 0.5, "loop": 0.3, "filler": 0.05}, "step_noise": 0.3,
+             "direct_noise": 0.3, "carry_error": 0.0, "seed": 5, "init": "verbose", "max_len": 124, "steps": 800},
     # Fine-tuned for the lab's version 2 (issue 29):
     # recheck (Takeaway 5 with credit): careful steps that drop a units carry half the time; after a dropped carry,
     # `chk` and the step written right follow half the time, so the connective decides the answer

@@ -4,7 +4,8 @@
 - `bench/lab/preregistration.md` is `trl-lite lab list --markdown`, generated from the definitions (never typed), and
   `docs/lab.md` renders the same table through a hook.
 - Every other decimal number or percentage in those pages (outside code) is a value held by `bench/lab/summary.json`,
-  `bench/lab/audit.json`, a pilot in `bench/lab/pilots/`, or the definitions (a gate's threshold, a margin, a
+  `bench/lab/audit.json`, a pilot in `bench/lab/pilots/`, `bench/lab/builds.json` (policy builds tried), or the
+  definitions (a gate's threshold, a margin, a
   setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
 
@@ -42,7 +43,7 @@ def committed_numbers() -> list[float]:
     from trl_lite.lab.experiments import EXPERIMENTS
 
     values = []
-    for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"),
+    for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"), os.path.join(LAB, "builds.json"),
                  *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True)]:
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
@@ -52,8 +53,9 @@ def committed_numbers() -> list[float]:
         values += [v for a in e.arms.values() for v in _numbers(dict(a.settings))]
     from trl_lite.lab import stats
 
-    # the family-wise error and the power the engine uses (a "95% interval" is 1 - ALPHA, "80% power" POWER)
-    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.MOVE, 1 - stats.ALPHA, stats.POWER]
+    # the family-wise error and the power the engine uses (a "95% interval" is 1 - ALPHA, "80% power" POWER, an
+    # equivalence test's "90% interval" 1 - 2 ALPHA: TOST at level ALPHA)
+    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.MOVE, 1 - stats.ALPHA, 1 - 2 * stats.ALPHA, stats.POWER]
     return values
 
 

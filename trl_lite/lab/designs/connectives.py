@@ -82,6 +82,6 @@ register("5", Experiment(
              "high-clip share": one_arm("recheck 0.2", training("clip_high_frac"))},
     curve="clip_ratio/high_mean",
     seeds=6,
-    notes="One arm: the recheck policy at epsilon_high 0.2 with the clip experiments' updates (8 passes, lr 3e-4). "
+    notes="One arm: the recheck policy at epsilon_high 0.2 with the clip experiments' updates (8 passes, lr 5e-4). "
           "Connectives: `then`, `so`, `chk`.",
 ), __file__)

@@ -56,8 +56,14 @@ register("7", Experiment(
 ), __file__)
 
 NO_GAIN = 0.03  # "no gain": |accuracy on - off| within 3 points; the off arm must move at least twice that
-T8_ARMS = {"off": arm("sumk", "verbose", max_completion_length=LONG, learning_rate=3e-4),
-           "on": arm("sumk", "verbose", max_completion_length=LONG, overlong_filter=True, learning_rate=3e-4)}
+# Changed after pilots (bench/lab/README.md): 2026-11-25 19:14 UTC, after the pilot of 12:08
+# (`pilots/superseded/T8.json`), lr 3e-4 -> 1e-3, because neither arm moved held-out accuracy at LONG tokens there
+# (off 0.0081, 0.06 needed; on 0.0074, 0.02 needed); 19:29 UTC, after that pilot (`pilots/superseded/T8-lr1e-3.json`),
+# 128 -> 192 steps, because the off arm moved 0.071 there (0.06 and a quarter of it needed)
+T8_LR, T8_STEPS = 1e-3, 192
+T8_ARMS = {"off": arm("sumk", "verbose", steps=T8_STEPS, max_completion_length=LONG, learning_rate=T8_LR),
+           "on": arm("sumk", "verbose", steps=T8_STEPS, max_completion_length=LONG, overlong_filter=True,
+                     learning_rate=T8_LR)}
 
 
 def _loops_vs_initial(runs: dict) -> float:
@@ -94,5 +100,6 @@ register("8", Experiment(
     },
     curve="overlong/frac_truncated",
     seeds=6,
-    notes=f"Two arms on the verbose policy trained at {LONG} tokens: filter off and on.",
+    notes=f"Two arms on the verbose policy trained at {LONG} tokens for {T8_STEPS} steps at lr {T8_LR}: filter off and "
+          "on.",
 ), __file__)
