@@ -388,6 +388,13 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
 
     near = {**entry, "pilot": {**entry["pilot"], "gates": [{**failed, "value": 0.48}]}}
     assert _failed_gate(near) == "pilot, power 0.480 not past 0.5 by the margin"
+    # a tested row: a t-test's mean and 95% interval; an equivalence test's mean, 90% interval and margin
+    tested = {"takeaways": [{"id": "T8", "title": "at long lengths, no gain", "verdict": "inconclusive", "tests": [
+        {"name": "T8 no gain", "mean": -0.009, "interval": [-0.032, 0.014], "margin": 0.03},
+        {"name": "T8 loops", "mean": 0.008, "interval": [-0.041, 0.056]}]}]}
+    assert readme_table(tested).splitlines()[2] == (
+        "| T8 at long lengths | **inconclusive** | no gain -0.009 [-0.032, +0.014] (90%, margin 0.03); "
+        "loops +0.008 [-0.041, +0.056] |")
 
 
 @pytest.mark.usefixtures("t2_at_8_seeds")

@@ -239,14 +239,16 @@ def _failed_gate(entry: dict) -> str:
 
 
 def readme_table(summary: dict) -> str:
-    """The README's lab table, from `summary.json` only: verdict, and the headline figure or the reason."""
+    """The README's lab table, from `summary.json` only: verdict, and the headline figure or the reason. An effect
+    is shown with its 95% interval, or, for an equivalence test, its 90% interval (TOST) and the margin."""
     lines = ["| experiment | verdict | from `summary.json` |", "|---|---|---|"]
     for e in summary["takeaways"]:
         if e["verdict"] == UNTESTABLE:
             what = _failed_gate(e)
         else:
-            what = "; ".join((f"{t['name']} " if len(e["tests"]) > 1 else "")
-                             + f"{_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]" for t in e["tests"])
+            what = "; ".join((f"{t['name'].removeprefix(e['id'] + ' ')} " if len(e["tests"]) > 1 else "")
+                             + f"{_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]"
+                             + (f" (90%, margin {t['margin']})" if t.get("margin") else "") for t in e["tests"])
         title = re.split(r"[,;]", e["title"])[0]
         lines.append(f"| {e['id']} {title} | **{e['verdict']}** | {what} |")
     return "\n".join(lines) + "\n"
