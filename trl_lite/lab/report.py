@@ -60,16 +60,16 @@ def figure(entry: dict, output_dir: str) -> str | None:
     effects = head["per_seed"]
     left.axhline(0, color="grey", lw=0.8)
     left.scatter(range(len(effects)), effects, color="C0", zorder=3, label="per seed")
-    equivalence = head.get("margin") is not None  # a TOST: its interval is the 90% one, its claim |effect| < margin
+    tost = head.get("margin") is not None  # a TOST: its interval is the 90% one, its claim |effect| < margin
     if head.get("interval") and all(math.isfinite(x) for x in head["interval"]):
         left.axhspan(*head["interval"], color="C0", alpha=0.15,
-                     label="90% interval of the mean (TOST, raw)" if equivalence else "95% interval of the mean (raw)")
+                     label="90% interval of the mean (TOST, raw)" if tost else "95% interval of the mean (raw)")
     left.axhline(head["mean"], color="C0", lw=1.5, label="mean")
-    if equivalence:
+    if tost:
         for bound in (-head["margin"], head["margin"]):
             left.axhline(bound, color="grey", ls="--", lw=0.8)
     left.set_xlabel("seed")
-    left.set_ylabel(f"{head['name']} ({'within the dashed margin' if equivalence else '> 0'}: as the paper says)")
+    left.set_ylabel(f"{head['name']} ({'within the dashed margin' if tost else '> 0'}: as the paper says)")
     left.set_title(f"{entry['id']}: {entry['verdict']}", fontsize=10)
     left.legend(fontsize=7)
     for label, a in experiment.arms.items():
