@@ -315,7 +315,7 @@ def carry_entry(name: str, old: dict, record: dict | None) -> dict:
     experiment = EXPERIMENTS[name]
     entry = {key: old[key] for key in ("id", "title", "claim", "seeds", "arms", "excluded", "gates", "details",
                                        "cost_min")}
-    entry.update(registered=bool(record and record["passed"]), pilot=record, tests=[], carried=True)
+    entry.update(registered=bool(record and record["passed"]), pilot=record, tests=[])
     gated = all(g["passed"] for g in entry["gates"])
     for primary, test in zip(experiment.primaries, old["tests"], strict=True):
         per_seed = test["per_seed"]
@@ -342,10 +342,11 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
     audit = _audit_measures(output_dir)
     records = {name: registration(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
     size = family_size(records)
+    hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in names}  # each reads the engine's files
     old = carried_entries(carry, seeds) if carry else {}
-    carried = {name: old[experiment_sha256(EXPERIMENTS[name])] for name in names
-               if experiment_sha256(EXPERIMENTS[name]) in old and not _any_run_here(name, output_dir, seeds)
-               and _carriable(name, old[experiment_sha256(EXPERIMENTS[name])], records[name], audit)}
+    carried = {name: old[hashes[name]] for name in names
+               if hashes[name] in old and not _any_run_here(name, output_dir, seeds)
+               and _carriable(name, old[hashes[name]], records[name], audit)}
     if carried:
         with open(carry, "rb") as f:
             source = {"file": os.path.abspath(carry), "sha256": hashlib.sha256(f.read()).hexdigest()}
@@ -353,7 +354,7 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
                         else gather(name, output_dir, audit, records[name], seeds) for name in names], size)
     for name, entry in zip(names, entries):
         entry["design"] = EXPERIMENTS[name].design
-        entry["experiment_sha256"] = experiment_sha256(EXPERIMENTS[name])
+        entry["experiment_sha256"] = hashes[name]
         if name in carried:
             entry["carried"] = source
             entry["arm_summary"] = carried[name].get("arm_summary", {})
