@@ -3,7 +3,7 @@
     python docs/take_screenshots.py                 # builds the site into a temporary folder first
     python docs/take_screenshots.py --site site     # or uses a site already built there
 
-Writes `docs/screenshots/home.png` and `docs/screenshots/configuration.png` (1280 x 1600) with headless Chromium
+Writes `docs/screenshots/home.png`, `configuration.png` and `notebook.png` (1280 x 1600) with headless Chromium
 (`/usr/bin/chromium` or `$CHROMIUM`), the site served over HTTP on 127.0.0.1. Needs the docs build requirements
 (mkdocs, mkdocs-material, mkdocstrings[python]) and Chromium; nothing is fetched from the network.
 """
@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PAGES = {"home": "", "configuration": "configuration/"}
+PAGES = {"home": "", "configuration": "configuration/", "notebook": "notebooks/lite_ppo/"}
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--hide-scrollbars",

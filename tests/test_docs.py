@@ -150,6 +150,38 @@ def test_browser_renders_home_and_configuration(site):
     assert "data-js-focus-visible" in home.stdout and "data-js-focus-visible" in dom
 
 
+def test_browser_renders_the_notebook_with_its_figures(site, tmp_path):
+    # the notebook page (mkdocs-jupyter, from examples/notebooks/lite_ppo.ipynb's committed outputs) as a reader's
+    # browser shows it: its title, both figures as the notebook holds them, the curves' tables, a download link
+    import base64
+    import io
+
+    import nbformat
+    from PIL import Image
+
+    if screenshots.chromium() is None:
+        _missing("chromium not found")
+    shot = tmp_path / "notebook.png"
+    with screenshots.serve(site) as url:
+        page = screenshots.browser(url + "notebooks/lite_ppo/", "--dump-dom")
+        taken = screenshots.browser(url + "notebooks/lite_ppo/", f"--screenshot={shot}", "--window-size=1280,1600")
+    assert page.returncode == 0 and taken.returncode == 0, page.stderr[-2000:]
+    dom = page.stdout
+    assert re.search(r"<h1[^>]*>\s*Lite PPO in a notebook", dom)
+    shown = [base64.b64decode(b) for b in re.findall(r'<img[^>]+src="data:image/png;base64,([^"]+)"', dom)]
+    notebook = nbformat.read(REPO / "examples" / "notebooks" / "lite_ppo.ipynb", as_version=4)
+    committed = [base64.b64decode(o.data["image/png"]) for cell in notebook.cells for o in cell.get("outputs", [])
+                 if "image/png" in o.get("data", {})]
+    assert shown == committed and len(shown) == 2
+    tables = re.findall(r"<table.*?</table>", dom, re.S)
+    assert any("reward concentration" in _text(t) and "held-out accuracy" in _text(t) for t in tables)
+    assert 'href="lite_ppo.ipynb"' in dom and (site / "notebooks" / "lite_ppo" / "lite_ppo.ipynb").exists()
+    assert "Notebook" in _text(dom[dom.index('class="md-tabs'):dom.index("</nav>", dom.index('class="md-tabs'))])
+    with Image.open(shot) as image:  # the first screen: drawn, not blank
+        assert image.size == (1280, 1600)
+        assert len(image.convert("RGB").getcolors(maxcolors=1 << 20)) > 100
+
+
 def test_repository_paths_named_in_the_docs_exist():
     """Files outside docs/ are named as `path` text (mkdocs cannot check them as links): each must exist."""
     roots = ("tests/", "bench/", "trl_lite/", "scripts/", "examples/", "model_cards/", "docs/", ".ci/")

@@ -20,6 +20,7 @@ from trl_lite import train as train_lite
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "train_lite.py")
 PACKAGE = os.path.join(ROOT, "trl_lite")
+DEMO_CURVES = os.path.join(ROOT, "docs", "img", "demo_curves.png")  # the demo's `training_curves.png`, on the home page
 
 
 def _args(output_dir, *extra):
@@ -443,3 +444,15 @@ def test_demo_figures(tmp_path):
     assert all(abs(c - (a - b)) <= 0.0015 for c, a, b in zip(got["change"], got["after"], got["before"]))
     run = tmp_path / "runs" / "train_lite"
     assert (run / "checkpoint-200" / "trainer_state.json").exists() and (run / "trainer_state.json").exists()
+    # The curves the docs' home page shows (docs/img/demo_curves.png, `trl_lite.curves`) are this run's: the same
+    # lines at the same steps, the initial policy's accuracy to the digit, the trained one as the after row allows
+    from PIL import Image
+
+    with Image.open(run / "training_curves.png") as fresh, Image.open(DEMO_CURVES) as shown:
+        fresh, shown = json.loads(fresh.text["Description"]), json.loads(shown.text["Description"])
+    shape = [(r["panel"], r["label"], r["points"], r["first_step"], r["last_step"]) for r in fresh]
+    assert shape == [(r["panel"], r["label"], r["points"], r["first_step"], r["last_step"]) for r in shown]
+    assert ("held-out accuracy", "arithmetic/hard greedy", 2, 0, 200) in shape
+    for new, old in zip(fresh, shown):
+        if new["panel"] == "held-out accuracy":
+            assert new["first"] == old["first"] and abs(new["last"] - old["last"]) <= DEMO_TOLERANCE, (new, old)

@@ -63,6 +63,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 
 from .checkpoints import resolve_resume
 from .config import LitePPOConfig
+from .curves import CurvesCardMixin
 from .data import chat_prompt
 from .hub import HubPushError
 from .recipes import apply_recipe_defaults, flag_value
@@ -382,6 +383,11 @@ def load_model(model_id: str, model_args: ModelConfig):
 ################
 # Report
 ################
+class CurvesTrainer(CurvesCardMixin, LitePPOTrainer):
+    """[`LitePPOTrainer`] whose saved model and checkpoints carry `training_curves.png` (reward, held-out accuracy, the
+    run's diagnostics; `trl_lite.curves`), embedded in their model cards."""
+
+
 class QuietProgress(ProgressCallback):
     """The progress bar without the metric dictionaries it prints at each log."""
 
@@ -447,7 +453,7 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     ################
     # Training
     ################
-    trainer = LitePPOTrainer(
+    trainer = CurvesTrainer(
         model=model,
         reward_funcs=[REWARDS[name] for name in reward_names],
         args=training_args,
@@ -473,6 +479,9 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
         trainer.evaluation_results = {
             f"{task_name} {kind} accuracy": f"{before[kind]:.3f} -> {after[kind]:.3f}" for kind in ("greedy", "sampled")
         }
+        # drawn on the curves' held-out accuracy panel, at step 0 and at the last step
+        trainer.curves_points = {f"{task_name} {kind}": [(0, before[kind]), (trainer.state.global_step, after[kind])]
+                                 for kind in ("greedy", "sampled")}
 
     ################
     # Save (with the model card) and push

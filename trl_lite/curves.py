@@ -1,0 +1,206 @@
+"""Training curves: a run's main metrics from `trainer.state.log_history`, drawn as one figure.
+
+The paper argues with curves: reward, accuracy, the tokens clipped at each bound, repetition, how concentrated the
+rewards are. A run of [`LitePPOTrainer`] logs the same diagnostics (docs/diagnostics.md). [`series`] reads them from a
+log history, [`plot`] draws one run or several over each other (the notebook's comparison of two settings), [`save`]
+writes the PNG with what it shows in its metadata, and [`CurvesCardMixin`] leaves the figure next to every model and
+checkpoint that `trl-lite train` saves, embedded in the model card.
+
+Plain matplotlib `Figure`s (no pyplot state): safe in a training process, shown inline by Jupyter.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+FIGURE = "training_curves.png"
+CARD_HEADING = "## Training curves"
+_BEFORE = "## Framework versions"  # the card's section the curves go in front of (model_cards/lite_ppo.md)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of the figure: a title, a y label, and the logged keys it draws, as `(key, label)` pairs.
+
+    `prefix` also draws every logged key that starts with it (the math benchmarks of `MathEvalCallback`).
+    """
+
+    title: str
+    ylabel: str
+    keys: tuple[tuple[str, str], ...] = ()
+    prefix: str | None = None
+
+
+PANELS = (
+    Panel("reward", "mean reward per completion", (("reward", "training reward"),)),
+    Panel("held-out accuracy", "accuracy", prefix="math_eval/"),
+    Panel("advantages", "value", (("advantages/std", "std"), ("advantages/abs_mean", "mean absolute advantage"))),
+    Panel("reward concentration", "share of groups", (("rewards/frac_groups_all_correct", "all correct"),
+                                                     ("rewards/frac_groups_all_wrong", "all wrong"),
+                                                     ("advantages/frac_zero_std_groups", "zero std (no signal)"))),
+    Panel("clipped tokens", "share of completion tokens", (("clip_ratio/low_mean", "low bound (1 - epsilon)"),
+                                                           ("clip_ratio/high_mean", "high bound (1 + epsilon_high)"))),
+    Panel("repetition and truncation", "share of completions", (("repetition/frac", "repeating"),
+                                                                ("overlong/frac_truncated", "cut at the budget"))),
+)
+ACCURACY = "held-out accuracy"  # the panel that extra points (before/after evaluations) go on
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def series(log_history: list[dict]) -> dict[str, dict[str, tuple[list[int], list[float]]]]:
+    """`{panel title: {label: (steps, values)}}` of every panel key the log holds a finite number for, in `PANELS`'
+    order; panels with no data are left out. A step is the log entry's `step` (the optimizer step it was logged at)."""
+    out: dict[str, dict[str, tuple[list[int], list[float]]]] = {}
+    for panel in PANELS:
+        keys = list(panel.keys)
+        if panel.prefix:
+            seen = {k for log in log_history for k in log if k.startswith(panel.prefix)}
+            keys += [(k, k[len(panel.prefix):]) for k in sorted(seen)]
+        for key, label in keys:
+            points = [(log["step"], _number(log[key])) for log in log_history if key in log and "step" in log]
+            points = [(step, value) for step, value in points if value is not None]
+            if points:
+                out.setdefault(panel.title, {})[label] = ([s for s, _ in points], [v for _, v in points])
+    return out
+
+
+def plot(runs: Mapping[str, list[dict]] | list[dict], points: Mapping[str, Mapping[str, list]] | None = None, *,
+         columns: int = 3, title: str | None = None):
+    """Draws the curves of one run (a log history) or of several (`{run name: log history}`) over each other: one
+    color per line for one run; for several, one color per run (the legend on top) and one line style per line.
+    `points` adds, per run name (`""` for a single run), `{label: [(step, value), ...]}` to the held-out accuracy
+    panel, e.g. the accuracy before and after training (drawn as dotted markers: two evaluations, not a curve).
+    Returns a matplotlib `Figure`, `columns` panels wide; its `trl_lite_curves` attribute is what it shows (see
+    [`summary`])."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    runs = {"": runs} if isinstance(runs, list) else dict(runs)
+    drawn = {name: series(history) for name, history in runs.items()}
+    pointed = set()  # (run, label) drawn from `points`
+    for name, extra in dict(points or {}).items():
+        for label, pairs in extra.items():
+            pairs = [(int(s), float(v)) for s, v in pairs]
+            if pairs:
+                drawn.setdefault(name, {}).setdefault(ACCURACY, {})[label] = ([s for s, _ in pairs],
+                                                                              [v for _, v in pairs])
+                pointed.add((name, label))
+    titles = [p.title for p in PANELS if any(p.title in d for d in drawn.values())]
+    width = min(columns, max(1, len(titles)))
+    rows = max(1, math.ceil(len(titles) / columns))
+    fig = Figure(figsize=(4.2 * width, 3.2 * rows + (0.4 if len(drawn) > 1 else 0)), layout="constrained")
+    if title:
+        fig.suptitle(title)
+    styles, markers = ("-", "--", ":", "-."), ("o", "s", "^", "D")
+    several = len(drawn) > 1
+
+    def look(label: str, line: int, is_point: bool) -> dict:
+        # a curve: a line style per line (several runs) or a plain line; points: a marker shape per line, dotted
+        if is_point:
+            return {"linestyle": ":", "marker": markers[line % len(markers)], "markersize": 6}
+        return {"linestyle": styles[line % len(styles)] if several else "-", "marker": "o", "markersize": 3}
+
+    for index, panel_title in enumerate(titles):
+        ax = fig.add_subplot(rows, width, index + 1)
+        labels = list(dict.fromkeys(label for panels in drawn.values() for label in panels.get(panel_title, {})))
+        is_point = {label: any((name, label) in pointed for name in drawn) for label in labels}
+        for run, (name, panels) in enumerate(drawn.items()):
+            for label, (steps, values) in panels.get(panel_title, {}).items():
+                line = labels.index(label)
+                ax.plot(steps, values, color=f"C{run if several else line}", label=label,
+                        **look(label, line, is_point[label]))
+        if several:  # the lines by style, in gray; the runs' colors are in the figure's legend
+            ax.legend([Line2D([], [], color="0.3", **look(label, i, is_point[label])) for i, label in enumerate(labels)],
+                      labels, fontsize="x-small")
+        else:
+            ax.legend(fontsize="x-small")
+        ax.set_title(panel_title)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel(next(p.ylabel for p in PANELS if p.title == panel_title))
+        ax.grid(alpha=0.3)
+    if several:
+        fig.legend([Line2D([], [], color=f"C{run}", linewidth=3) for run in range(len(drawn))], list(drawn),
+                   loc="outside lower center", ncols=len(drawn), fontsize="small")
+    fig.trl_lite_curves = summary(drawn)
+    return fig
+
+
+def summary(drawn: Mapping[str, Mapping[str, Mapping[str, tuple[list[int], list[float]]]]]) -> list[dict]:
+    """What a figure shows, one row per line: `{panel, run, label, points, first_step, first, last_step, last}`."""
+    rows = []
+    for panel in PANELS:
+        for name, panels in drawn.items():
+            for label, (steps, values) in panels.get(panel.title, {}).items():
+                rows.append({"panel": panel.title, "run": name, "label": label, "points": len(steps),
+                             "first_step": steps[0], "first": values[0], "last_step": steps[-1], "last": values[-1]})
+    return rows
+
+
+def save(fig, path: str, dpi: int = 100) -> str:
+    """Writes `fig` (from [`plot`]) as a PNG whose `Description` text chunk is its [`summary`] as JSON, so a reader
+    (or a test) can check the picture against the log it came from."""
+    fig.savefig(path, dpi=dpi, metadata={"Title": "trl-lite training curves",
+                                         "Description": json.dumps(fig.trl_lite_curves)})
+    return path
+
+
+def table(rows: list[dict]) -> str:
+    """A Markdown table of a figure's [`summary`]: each line's first and last value, with their steps (a `run` column
+    when the figure overlays runs)."""
+    runs = any(row["run"] for row in rows)
+    head = "| panel | " + ("run | " if runs else "") + "line | first | last |"
+    lines = [head, "|---" * head.count(" | ") + "|---|"]
+    for row in rows:
+        lines.append(f"| {row['panel']} | " + (f"{row['run']} | " if runs else "") + f"{row['label']} | "
+                     f"{row['first']:.4g} (step {row['first_step']}) | {row['last']:.4g} (step {row['last_step']}) |")
+    return "\n".join(lines) + "\n"
+
+
+def card_section(rows: list[dict], figure: str = FIGURE) -> str:
+    """The model card's "Training curves" section: the figure, then a table of each line's first and last value."""
+    panels = list(dict.fromkeys(row["panel"] for row in rows))
+    return "\n".join([CARD_HEADING, "", f"![Training curves: {', '.join(panels)}]({figure})", "",
+                      "Each line's first and last logged value (from `log_history` in `trainer_state.json`; the "
+                      "figure's PNG holds the same rows in its `Description` metadata):", "", table(rows)])
+
+
+def add_to_card(output_dir: str, log_history: list[dict], points: Mapping[str, list] | None = None) -> str | None:
+    """Draws `log_history` (and `points`, `{label: [(step, value), ...]}` on the held-out accuracy panel) into
+    `output_dir/training_curves.png` and puts its section into the model card there (`README.md`), in front of
+    "Framework versions". Returns the figure's path; None (nothing written) when there is no card or nothing to draw."""
+    card = os.path.join(output_dir, "README.md")
+    fig = plot(log_history, {"": dict(points or {})})
+    if not os.path.exists(card) or not fig.trl_lite_curves:
+        return None
+    path = save(fig, os.path.join(output_dir, FIGURE))
+    with open(card, encoding="utf-8") as f:
+        text = f.read()
+    section = card_section(fig.trl_lite_curves)
+    text = text.replace(_BEFORE, section + "\n" + _BEFORE, 1) if _BEFORE in text else text.rstrip("\n") + "\n\n" + section
+    with open(card, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+class CurvesCardMixin:
+    """Trainer mixin, placed before the trainer in the bases (`class T(CurvesCardMixin, LitePPOTrainer)`): every
+    model card the trainer writes (the final model's and each checkpoint's) gets `training_curves.png` beside it and a
+    "Training curves" section that embeds it.
+
+    Set `curves_points` (`{label: [(step, value), ...]}`) to add evaluations made outside the training loop, such as
+    held-out accuracy before and after, to the held-out accuracy panel.
+    """
+
+    curves_points: dict = {}
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, output_dir=None):
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags, output_dir=output_dir)
+        if self.is_world_process_zero():
+            add_to_card(output_dir or self.args.output_dir, self.state.log_history, self.curves_points)
