@@ -53,7 +53,19 @@ def test_plot_overlays_runs_and_adds_points_to_the_accuracy_panel():
     reward_axis = next(ax for ax in fig.axes if ax.get_title() == "reward")
     # two lines, one color per run: C0 and C1
     assert [line.get_color() for line in reward_axis.get_lines()] == ["C0", "C1"]
-    assert [t.get_text() for t in reward_axis.get_legend().get_texts()] == ["a: training reward", "b: training reward"]
+    # the panel's legend names its lines (styles), the figure's names the runs (colors)
+    assert [t.get_text() for t in reward_axis.get_legend().get_texts()] == ["training reward"]
+    (runs_legend,) = fig.legends
+    assert [t.get_text() for t in runs_legend.get_texts()] == ["a", "b"]
+    assert [h.get_color() for h in runs_legend.legend_handles] == ["C0", "C1"]
+    # the accuracy points: dotted, a marker shape per line (two evaluations, not a curve)
+    accuracy_axis = next(ax for ax in fig.axes if ax.get_title() == "held-out accuracy")
+    styles = {line.get_label(): (line.get_linestyle(), line.get_marker()) for line in accuracy_axis.get_lines()}
+    assert styles == {"math500": ("-", "o"), "sampled": (":", "s")}
+    # one run: a color per line
+    single = curves.plot(LOG)
+    clipped = next(ax for ax in single.axes if ax.get_title() == "clipped tokens")
+    assert [line.get_color() for line in clipped.get_lines()] == ["C0", "C1"] and not single.legends
 
 
 def test_save_writes_a_png_that_holds_what_it_shows(tmp_path):
