@@ -17,6 +17,9 @@ fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two 
         --max-steps 5000                                        # arith_carry: about 9 min on 2 cores
     python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry_small --label-noise 0.1 \\
         --carry-habit 0.7 --max-steps 5000 --hidden-size 96 --num-layers 2   # the lab's smaller carry-habit policy
+    python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry_tiny --label-noise 0.1 \
+        --carry-habit 0.7 --max-steps 2840 --hidden-size 48 --num-layers 2   # clip scaling's small policy: 2,840
+        # steps match the large policy's initial accuracy (bench/lab/builds.json; THREADS=1, about 4 min)
 
 `arith_carry_small` is `arith_carry`'s data and steps in a 2-layer, 96-wide Llama (0.24M parameters against 0.86M):
 the lab's second policy size for clip-higher's scaling with model size (`trl_lite/lab/experiments.py`).

@@ -66,10 +66,10 @@ POLICIES = {
     # recheck (Takeaway 5 with credit): careful steps that drop a units carry half the time; after a dropped carry,
     # `chk` and the step written right follow half the time, so the connective decides the answer. Its first build
     # (800 steps) showed too weak a link on fresh samples (0.124; T5's audit gate asks for 0.3 and a tenth more,
-    # bench/lab/pilots/superseded/T5-c44121d6.json), and so did one of 2,400 steps (0.243, bench/lab/builds.json):
-    # this one trains six times as long
+    # bench/lab/pilots/superseded/T5-c44121d6.json), and so did one of 2,400 steps (`--steps 2400`: 0.243,
+    # bench/lab/builds.json, not shipped)
     "recheck": {"styles": {"recheck": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.5,
-                "recheck": 0.5, "seed": 6, "init": "connective", "steps": 4800},
+                "recheck": 0.5, "seed": 6, "init": "connective"},
     # verbose (Takeaways 6 and 8): base-like, long wrong completions common: the long format (ending at 80-120 tokens,
     # not cut in its SFT data) and loops, with noisy steps. Its first build (long 0.35, loop 0.2, step noise 0.12, 800
     # steps) sampled 13.7% long wrong completions and cut 5.2% at 124 tokens: both audit gates of its pilots failed
@@ -104,7 +104,9 @@ def sft_dataset(tokenizer, policy: str, n: int) -> Dataset:
     return Dataset.from_dict(rows)
 
 
-def build(policy: str, output: str, max_steps: int, batch_size: int = 64) -> None:
+def build(policy: str, output: str, max_steps: int, batch_size: int = 64, steps: int | None = None) -> None:
+    """Builds `policy` into `output`: `max_steps` SFT steps from scratch (base, aligned), or, for a policy fine-tuned
+    from another, `steps` (default: the policy's own count, else FINE_TUNE's)."""
     seed, init = POLICIES[policy]["seed"], POLICIES[policy].get("init")
     set_seed(seed)
     tokenizer = sumk_tokenizer()
@@ -114,7 +116,7 @@ def build(policy: str, output: str, max_steps: int, batch_size: int = 64) -> Non
 
         from trl_lite.tasks.sumk import sumk_policy_path
 
-        max_steps = POLICIES[policy].get("steps", FINE_TUNE["max_steps"])
+        max_steps = steps or POLICIES[policy].get("steps", FINE_TUNE["max_steps"])
         extra = {"init_model": AutoModelForCausalLM.from_pretrained(sumk_policy_path(init)),
                  "learning_rate": FINE_TUNE["learning_rate"]}
     model = sft_tiny_llama(tokenizer, sft_dataset(tokenizer, policy, max_steps * batch_size), max_positions=160,
@@ -131,10 +133,12 @@ def main():
     parser.add_argument("--policy", default="both", choices=[*POLICIES, "both"],
                         help="'both' builds base and aligned; fork, connective and long are fine-tuned from them")
     parser.add_argument("--output-dir", default="trl_lite/assets")
-    parser.add_argument("--max-steps", type=int, default=8000)
+    parser.add_argument("--max-steps", type=int, default=8000, help="SFT steps of base and aligned")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="SFT steps of a fine-tuned policy (default: its own count in POLICIES, else 800)")
     args = parser.parse_args()
     for policy in (["base", "aligned"] if args.policy == "both" else [args.policy]):
-        build(policy, os.path.join(args.output_dir, f"sumk_{policy}"), args.max_steps)
+        build(policy, os.path.join(args.output_dir, f"sumk_{policy}"), args.max_steps, steps=args.steps)
 
 
 if __name__ == "__main__":

@@ -5,21 +5,22 @@ import json
 import math
 import os
 
+import numpy as np
 import pytest
 from PIL import Image
 
 from trl_lite import curves
 from trl_lite import train as train_lite
 
-# Three logging steps of a run, as `trainer.state.log_history` holds them: a NaN and a missing key are left out, an
-# entry without a step (the end-of-training summary) too.
+# Three logging steps of a run, as `trainer.state.log_history` holds them: a NaN, a boolean and a missing key are left
+# out, an entry without a step too; a numpy scalar counts.
 LOG = [
     {"step": 10, "reward": 0.25, "advantages/std": 0.8, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.01,
      "math_eval/math500": 0.30, "loss": 0.1},
     {"step": 20, "reward": 0.5, "advantages/std": float("nan"), "clip_ratio/low_mean": 0.02,
      "clip_ratio/high_mean": 0.03},
     {"step": 30, "reward": 0.75, "advantages/std": 0.6, "clip_ratio/low_mean": 0.01, "clip_ratio/high_mean": 0.05,
-     "math_eval/math500": 0.40, "repetition/frac": 0.125},
+     "math_eval/math500": np.float32(0.40), "repetition/frac": 0.125, "overlong/frac_truncated": True},
     {"train_runtime": 12.0, "reward": 99.0},
 ]
 
@@ -31,16 +32,16 @@ def test_series_reads_each_panels_keys_by_step():
     assert got["reward"] == {"training reward": ([10, 20, 30], [0.25, 0.5, 0.75])}  # the stepless 99.0 is not a point
     assert got["advantages"] == {"std": ([10, 30], [0.8, 0.6])}  # the NaN at step 20 is dropped
     # the math_eval/ prefix: MathEvalCallback's benchmarks, labelled by name
-    assert got["held-out accuracy"] == {"math500": ([10, 30], [0.30, 0.40])}
+    assert got["held-out accuracy"] == {"math500": ([10, 30], [0.30, float(np.float32(0.40))])}
     assert got["clipped tokens"] == {"low bound (1 - epsilon)": ([10, 20, 30], [0.0, 0.02, 0.01]),
                                      "high bound (1 + epsilon_high)": ([10, 20, 30], [0.01, 0.03, 0.05])}
-    assert got["repetition and truncation"] == {"repeating": ([30], [0.125])}
+    assert got["repetition and truncation"] == {"repeating": ([30], [0.125])}  # the boolean is not a share
     assert curves.series([{"step": 1, "loss": 0.3}]) == {}  # nothing a panel draws
 
 
 def test_plot_overlays_runs_and_adds_points_to_the_accuracy_panel():
     other = [{"step": 10, "reward": 0.5}, {"step": 30, "reward": 1.0}]
-    fig = curves.plot({"a": LOG, "b": other}, {"a": {"sampled": [(0, 0.2), (30, 0.35)]}})
+    fig = curves.plot({"a": LOG, "b": other}, {"a": {"sampled": [(0, 0.2), (30, 0.35), (40, float("nan"))]}})
     rows = {(r["panel"], r["run"], r["label"]): r for r in fig.trl_lite_curves}
     # one row per drawn line: run a's five panels' lines plus its accuracy points, run b's reward
     assert len(rows) == len(fig.trl_lite_curves) == 8
@@ -95,12 +96,53 @@ def test_add_to_card_puts_the_section_before_the_versions(tmp_path):
     assert curves.add_to_card(str(tmp_path), LOG) is None  # no card: nothing written
     assert not (tmp_path / curves.FIGURE).exists()
     (tmp_path / "README.md").write_text("# m\n\n## Evaluation\n\nx\n\n## Framework versions\n\n- trl: 1\n")
-    assert curves.add_to_card(str(tmp_path), [{"step": 1, "loss": 0.2}]) is None  # nothing to draw
     path = curves.add_to_card(str(tmp_path), LOG, {"greedy": [(0, 0.1), (30, 0.2)]})
     assert path == str(tmp_path / curves.FIGURE) and os.path.exists(path)
     card = (tmp_path / "README.md").read_text()
     assert card.index("## Evaluation") < card.index("## Training curves") < card.index("## Framework versions")
     assert "| held-out accuracy | greedy | 0.1 (step 0) | 0.2 (step 30) |" in card
+    # again, with a longer log (a later save into the same folder): one section, the new one
+    curves.add_to_card(str(tmp_path), LOG + [{"step": 40, "reward": 1.0}])
+    card = (tmp_path / "README.md").read_text()
+    assert card.count("## Training curves") == 1 and "| reward | training reward | 0.25 (step 10) | 1 (step 40) |" in card
+    assert card.endswith("## Framework versions\n\n- trl: 1\n") and "| greedy |" not in card
+    # then nothing to draw: the section and the figure both go, so neither is stale
+    assert curves.add_to_card(str(tmp_path), [{"step": 1, "loss": 0.2}]) is None
+    assert "## Training curves" not in (tmp_path / "README.md").read_text()
+    assert not (tmp_path / curves.FIGURE).exists()
+
+
+def test_add_to_card_follows_trls_own_template_and_cards_without_versions(tmp_path):
+    # TRL's card template has "### Framework versions"; a card without the heading gets the section at its end
+    (tmp_path / "README.md").write_text("# m\n\n### Framework versions\n\n- TRL: 1.16.0\n")
+    curves.add_to_card(str(tmp_path), LOG)
+    card = (tmp_path / "README.md").read_text()
+    assert card.index("## Training curves") < card.index("### Framework versions")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "README.md").write_text("# m\n\nsome text\n")
+    curves.add_to_card(str(other), LOG)
+    assert (other / "README.md").read_text().startswith("# m\n\nsome text\n\n## Training curves\n")
+
+
+def test_a_failed_figure_costs_the_save_nothing(tmp_path, caplog):
+    # the mixin draws after the card is written: a figure that cannot be drawn is logged, never raised
+    class Parent:
+        def create_model_card(self, **kwargs):
+            (tmp_path / "README.md").write_text("# m\n")
+
+    class Trainer(curves.CurvesCardMixin, Parent):
+        args = type("Args", (), {"output_dir": str(tmp_path)})()
+        state = type("State", (), {"log_history": LOG})()
+        curves_points = {"greedy": [(0, "not a number", "extra")]}  # unpacks badly: a ValueError
+
+        def is_world_process_zero(self):
+            return True
+
+    with caplog.at_level("WARNING", logger="trl_lite.curves"):
+        Trainer().create_model_card()
+    assert "no training curves" in caplog.text and "ValueError" in caplog.text
+    assert (tmp_path / "README.md").read_text() == "# m\n"
 
 
 def _card_rows(card: str) -> list[tuple[str, str, float, int, float, int]]:
@@ -125,10 +167,10 @@ def test_train_leaves_the_figure_its_card_describes(tmp_path, capsys):
     out = capsys.readouterr().out
     card = (tmp_path / "README.md").read_text()
     assert "![Training curves: reward, held-out accuracy, advantages, reward concentration, clipped tokens, " \
-           "repetition and truncation](training_curves.png)" in card
+           "repetition and truncation, completion length, entropy](training_curves.png)" in card
     assert card.index("## Evaluation") < card.index("## Training curves") < card.index("## Framework versions")
     with Image.open(tmp_path / curves.FIGURE) as image:
-        assert image.size == (1260, 640)  # 3 x 4.2 in, 2 x 3.2 in, at 100 dpi
+        assert image.size == (1260, 960)  # 8 panels: 3 x 4.2 in, 3 x 3.2 in, at 100 dpi
         shown = json.loads(image.text["Description"])
         assert len(image.convert("RGB").getcolors(maxcolors=1 << 16)) > 50
     # the PNG's rows are the card's rows, to the card's 4 significant digits

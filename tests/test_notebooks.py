@@ -7,6 +7,7 @@ demo and its committed outputs are what a fresh run prints."""
 import base64
 import importlib.util
 import io
+import json
 import os
 
 import nbformat
@@ -19,7 +20,7 @@ from tests.test_main_job import DEMO_TABLE, DEMO_TOLERANCE, _demo_rows
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(ROOT, "examples", "notebooks", "lite_ppo.ipynb")
 PANELS = ["reward", "held-out accuracy", "advantages", "reward concentration", "clipped tokens",
-          "repetition and truncation"]
+          "repetition and truncation", "completion length", "entropy"]
 RUNS = ["Lite PPO (batch std)", "group std"]
 C0, C1 = (31, 119, 180), (255, 127, 14)  # matplotlib's first two colors: one per run in the overlay
 
@@ -51,9 +52,26 @@ def _markdown(cell) -> str:
                    if o.output_type in ("display_data", "execute_result") and "text/markdown" in o.data)
 
 
-def _images(cell) -> list[Image.Image]:
-    return [Image.open(io.BytesIO(base64.b64decode(o.data["image/png"]))).convert("RGB") for o in cell.outputs
+def _pngs(cell) -> list[Image.Image]:
+    return [Image.open(io.BytesIO(base64.b64decode(o.data["image/png"]))) for o in cell.outputs
             if o.output_type in ("display_data", "execute_result") and "image/png" in o.data]
+
+
+def _images(cell) -> list[Image.Image]:
+    return [png.convert("RGB") for png in _pngs(cell)]
+
+
+def _drawn(cell) -> tuple[Image.Image, list[dict]]:
+    """The cell's one figure and what it draws, from the PNG's own metadata (`trl_lite.curves.png`)."""
+    (png,) = _pngs(cell)
+    return png.convert("RGB"), json.loads(png.text["Description"])
+
+
+def _same(table: list[dict], drawn: list[dict]) -> bool:
+    """The shown table is the figure's rows (its numbers to the table's 4 significant digits)."""
+    return [(r["panel"], r.get("run", ""), r["line"], r["first"], r["first_step"], r["last"], r["last_step"])
+            for r in table] == [(d["panel"], d["run"], d["label"], float(f"{d['first']:.4g}"), d["first_step"],
+                                 float(f"{d['last']:.4g}"), d["last_step"]) for d in drawn]
 
 
 def _cell(nb, text: str):
@@ -93,6 +111,7 @@ def test_committed_notebook_holds_its_outputs():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     install, *rest = _code(nb)
     assert "%pip install" in install.source and 'find_spec("trl_lite") is None' in install.source
+    assert 'os.path.exists("../../pyproject.toml")' in install.source  # from a clone, or a clear error
     assert not install.outputs  # it did nothing where trl-lite was installed
     assert all(cell.outputs for cell in rest), [cell.source[:60] for cell in rest if not cell.outputs]
     assert not [o for cell in rest for o in cell.outputs if o.output_type == "error"]
@@ -109,12 +128,14 @@ def test_notebook_runs_from_a_clean_kernel_and_draws_what_it_trained(executed):
     accuracy = _accuracy_table(_stdout(lite_cell))
     assert set(accuracy) == {"before", "after"}
 
-    # the single run's figure: one PNG, six panels, every line of the table drawn from a logged step 10..200
-    (image,) = _images(single_cell)
-    assert image.size[0] > 1000 and image.size[1] > 500, image.size
+    # the single run's figure: one PNG of eight panels, 2 columns x 4 rows of 4.2 x 3.2 in at 100 dpi, whose own
+    # metadata is the table shown under it; every line drawn from a logged step 10..200
+    image, drawn = _drawn(single_cell)
+    assert image.size == (840, 1280), image.size
     colors = {c for _, c in image.getcolors(maxcolors=1 << 20)}
     assert C0 in colors and C1 in colors  # the first two lines of a panel
     rows = _curves_table(_markdown(single_cell))
+    assert _same(rows, drawn)
     assert list(dict.fromkeys(r["panel"] for r in rows)) == PANELS
     for row in rows:
         if row["panel"] != "held-out accuracy":
@@ -125,11 +146,13 @@ def test_notebook_runs_from_a_clean_kernel_and_draws_what_it_trained(executed):
         assert (drawn[kind]["first"], drawn[kind]["last"]) == (accuracy["before"][index], accuracy["after"][index])
         assert (drawn[kind]["first_step"], drawn[kind]["last_step"]) == (0, 200)
 
-    # the overlay: both runs on every line of every panel, one color each
-    (image,) = _images(overlay_cell)
+    # the overlay: both runs on every line of every panel, one color each (the runs' legend adds 0.4 in)
+    image, drawn = _drawn(overlay_cell)
+    assert image.size == (840, 1320), image.size
     colors = {c for _, c in image.getcolors(maxcolors=1 << 20)}
     assert C0 in colors and C1 in colors
     overlay = _curves_table(_markdown(overlay_cell))
+    assert _same(overlay, drawn)
     assert list(dict.fromkeys(r["panel"] for r in overlay)) == PANELS
     by_run = {run: {(r["panel"], r["line"]) for r in overlay if r["run"] == run} for run in RUNS}
     assert by_run[RUNS[0]] == by_run[RUNS[1]] == {(r["panel"], r["line"]) for r in rows}

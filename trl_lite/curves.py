@@ -11,15 +11,23 @@ Plain matplotlib `Figure`s (no pyplot state): safe in a training process, shown 
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import math
+import numbers
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+logger = logging.getLogger(__name__)
+
 FIGURE = "training_curves.png"
 CARD_HEADING = "## Training curves"
-_BEFORE = "## Framework versions"  # the card's section the curves go in front of (model_cards/lite_ppo.md)
+# the card's section the curves go in front of (model_cards/lite_ppo.md; TRL's own template has "### Framework versions")
+_BEFORE = re.compile(r"^#{2,3} Framework versions\s*$", re.M)
+_SECTION = re.compile(r"^## Training curves\s*$.*?(?=^#{1,3} |\Z)", re.M | re.S)  # an earlier section, to replace
 
 
 @dataclass(frozen=True)
@@ -46,12 +54,21 @@ PANELS = (
                                                            ("clip_ratio/high_mean", "high bound (1 + epsilon_high)"))),
     Panel("repetition and truncation", "share of completions", (("repetition/frac", "repeating"),
                                                                 ("overlong/frac_truncated", "cut at the budget"))),
+    Panel("completion length", "tokens", (("completions/mean_length", "all"),
+                                          ("completions/mean_length_correct", "correct"),
+                                          ("completions/mean_length_incorrect", "incorrect"))),
+    Panel("entropy", "nats per token", (("entropy", "all"), ("entropy/correct", "correct"),
+                                        ("entropy/incorrect", "incorrect"))),
+    Panel("KL to the reference", "KL", (("kl", "kl"),)),  # logged by TRL only when beta > 0
 )
 ACCURACY = "held-out accuracy"  # the panel that extra points (before/after evaluations) go on
 
 
 def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    """A finite real number (numpy scalars included) as a float; None for anything else, booleans too."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def series(log_history: list[dict]) -> dict[str, dict[str, tuple[list[int], list[float]]]]:
@@ -87,7 +104,8 @@ def plot(runs: Mapping[str, list[dict]] | list[dict], points: Mapping[str, Mappi
     pointed = set()  # (run, label) drawn from `points`
     for name, extra in dict(points or {}).items():
         for label, pairs in extra.items():
-            pairs = [(int(s), float(v)) for s, v in pairs]
+            pairs = [(int(s), _number(v)) for s, v in pairs]
+            pairs = [(s, v) for s, v in pairs if v is not None]
             if pairs:
                 drawn.setdefault(name, {}).setdefault(ACCURACY, {})[label] = ([s for s, _ in pairs],
                                                                               [v for _, v in pairs])
@@ -143,11 +161,19 @@ def summary(drawn: Mapping[str, Mapping[str, Mapping[str, tuple[list[int], list[
     return rows
 
 
+def png(fig, dpi: int = 100) -> bytes:
+    """`fig` (from [`plot`]) as PNG bytes whose `Description` text chunk is its [`summary`] as JSON, so a reader (or
+    a test) can check the picture against the log it came from; `IPython.display.Image(curves.png(fig))` shows it."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Title": "trl-lite training curves",
+                                                         "Description": json.dumps(fig.trl_lite_curves)})
+    return buffer.getvalue()
+
+
 def save(fig, path: str, dpi: int = 100) -> str:
-    """Writes `fig` (from [`plot`]) as a PNG whose `Description` text chunk is its [`summary`] as JSON, so a reader
-    (or a test) can check the picture against the log it came from."""
-    fig.savefig(path, dpi=dpi, metadata={"Title": "trl-lite training curves",
-                                         "Description": json.dumps(fig.trl_lite_curves)})
+    """Writes [`png`]`(fig)` to `path`; returns `path`."""
+    with open(path, "wb") as f:
+        f.write(png(fig, dpi))
     return path
 
 
@@ -167,40 +193,71 @@ def card_section(rows: list[dict], figure: str = FIGURE) -> str:
     """The model card's "Training curves" section: the figure, then a table of each line's first and last value."""
     panels = list(dict.fromkeys(row["panel"] for row in rows))
     return "\n".join([CARD_HEADING, "", f"![Training curves: {', '.join(panels)}]({figure})", "",
-                      "Each line's first and last logged value (from `log_history` in `trainer_state.json`; the "
-                      "figure's PNG holds the same rows in its `Description` metadata):", "", table(rows)])
+                      "Each line's first and last value: the run's log (`log_history` in `trainer_state.json`) and, "
+                      "on the held-out accuracy panel, the evaluations made before and after training. The figure's "
+                      "PNG holds the same rows in its `Description` metadata.", "", table(rows)])
 
 
-def add_to_card(output_dir: str, log_history: list[dict], points: Mapping[str, list] | None = None) -> str | None:
+def add_to_card(output_dir: str, log_history: list[dict], points: Mapping[str, list] | None = None, *,
+                image: bytes | None = None) -> str | None:
     """Draws `log_history` (and `points`, `{label: [(step, value), ...]}` on the held-out accuracy panel) into
-    `output_dir/training_curves.png` and puts its section into the model card there (`README.md`), in front of
-    "Framework versions". Returns the figure's path; None (nothing written) when there is no card or nothing to draw."""
-    card = os.path.join(output_dir, "README.md")
-    fig = plot(log_history, {"": dict(points or {})})
-    if not os.path.exists(card) or not fig.trl_lite_curves:
+    `output_dir/training_curves.png` and puts its section into the model card there (`README.md`): in front of
+    "Framework versions", or in place of the section an earlier call wrote. `image` is that figure's [`png`] when it
+    was drawn already (for another folder of the same run). Returns the figure's path; None when there is no card, or
+    nothing to draw (then a figure left by an earlier call is removed, so the folder never shows a stale one)."""
+    card, path = os.path.join(output_dir, "README.md"), os.path.join(output_dir, FIGURE)
+    if not os.path.exists(card):
         return None
-    path = save(fig, os.path.join(output_dir, FIGURE))
+    rows = None
+    if image is None:
+        fig = plot(log_history, {"": dict(points or {})})
+        rows = fig.trl_lite_curves
+        image = png(fig) if rows else None
+    else:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(image)) as picture:
+            rows = json.loads(picture.text["Description"])
     with open(card, encoding="utf-8") as f:
-        text = f.read()
-    section = card_section(fig.trl_lite_curves)
-    text = text.replace(_BEFORE, section + "\n" + _BEFORE, 1) if _BEFORE in text else text.rstrip("\n") + "\n\n" + section
+        text = _SECTION.sub("", f.read())
+    if rows:
+        with open(path, "wb") as f:
+            f.write(image)
+        section = card_section(rows)
+        match = _BEFORE.search(text)
+        text = (text[:match.start()] + section + "\n" + text[match.start():] if match
+                else text.rstrip("\n") + "\n\n" + section)
+    elif os.path.exists(path):
+        os.remove(path)
     with open(card, "w", encoding="utf-8") as f:
         f.write(text)
-    return path
+    return path if rows else None
 
 
 class CurvesCardMixin:
     """Trainer mixin, placed before the trainer in the bases (`class T(CurvesCardMixin, LitePPOTrainer)`): every
     model card the trainer writes (the final model's and each checkpoint's) gets `training_curves.png` beside it and a
-    "Training curves" section that embeds it.
+    "Training curves" section that embeds it. The figure is drawn once per state of the log (a checkpoint's card and
+    the output folder's share it). Drawing it never costs a save: a failure is logged and the model is saved anyway.
 
     Set `curves_points` (`{label: [(step, value), ...]}`) to add evaluations made outside the training loop, such as
     held-out accuracy before and after, to the held-out accuracy panel.
     """
 
-    curves_points: dict = {}
+    curves_points: dict | None = None
+    _curves_drawn: tuple | None = None  # (what was drawn: log length and points, its PNG)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, output_dir=None):
         super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags, output_dir=output_dir)
-        if self.is_world_process_zero():
-            add_to_card(output_dir or self.args.output_dir, self.state.log_history, self.curves_points)
+        if not self.is_world_process_zero():
+            return
+        folder = output_dir or self.args.output_dir
+        try:
+            points = dict(self.curves_points or {})
+            state = (len(self.state.log_history), repr(points))
+            if self._curves_drawn is None or self._curves_drawn[0] != state:
+                fig = plot(self.state.log_history, {"": points})
+                self._curves_drawn = (state, png(fig) if fig.trl_lite_curves else None)
+            add_to_card(folder, self.state.log_history, points, image=self._curves_drawn[1])
+        except (OSError, ValueError, TypeError, KeyError) as err:  # the figure is optional; the save is not
+            logger.warning("trl-lite: no training curves in %s (%s: %s)", folder, type(err).__name__, err)
