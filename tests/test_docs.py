@@ -159,12 +159,16 @@ def test_browser_renders_the_notebook_with_its_figures(site, tmp_path):
     import nbformat
     from PIL import Image
 
+    import numpy as np
+
     if screenshots.chromium() is None:
         _missing("chromium not found")
-    shot = tmp_path / "notebook.png"
+    shot, control = tmp_path / "notebook.png", tmp_path / "configuration.png"
     with screenshots.serve(site) as url:
         page = screenshots.browser(url + "notebooks/lite_ppo/", "--dump-dom")
-        taken = screenshots.browser(url + "notebooks/lite_ppo/", f"--screenshot={shot}", "--window-size=1280,1600")
+        # the whole page, as tall as the notebook, and a page without figures as a control
+        taken = screenshots.browser(url + "notebooks/lite_ppo/", f"--screenshot={shot}", "--window-size=1280,12000")
+        screenshots.browser(url + "configuration/", f"--screenshot={control}", "--window-size=1280,12000")
     assert page.returncode == 0 and taken.returncode == 0, page.stderr[-2000:]
     dom = page.stdout
     assert re.search(r"<h1[^>]*>\s*Lite PPO in a notebook", dom)
@@ -177,9 +181,15 @@ def test_browser_renders_the_notebook_with_its_figures(site, tmp_path):
     assert any("reward concentration" in _text(t) and "held-out accuracy" in _text(t) for t in tables)
     assert 'href="lite_ppo.ipynb"' in dom and (site / "notebooks" / "lite_ppo" / "lite_ppo.ipynb").exists()
     assert "Notebook" in _text(dom[dom.index('class="md-tabs'):dom.index("</nav>", dom.index('class="md-tabs'))])
-    with Image.open(shot) as image:  # the first screen: drawn, not blank
-        assert image.size == (1280, 1600)
-        assert len(image.convert("RGB").getcolors(maxcolors=1 << 20)) > 100
+    # the browser drew the figures: their lines' colors (matplotlib's C0 blue and C1 orange) cover thousands of the
+    # screenshot's pixels, and none of the control page's
+    def colored(path, rgb):
+        with Image.open(path) as image:
+            pixels = np.asarray(image.convert("RGB")).astype(int)
+        return int((np.abs(pixels - np.array(rgb)).max(axis=2) <= 12).sum())
+
+    for rgb in ((31, 119, 180), (255, 127, 14)):
+        assert colored(shot, rgb) > 1000 and colored(control, rgb) == 0, rgb
 
 
 def test_repository_paths_named_in_the_docs_exist():
