@@ -66,10 +66,10 @@ POLICIES = {
     # recheck (Takeaway 5 with credit): careful steps that drop a units carry half the time; after a dropped carry,
     # `chk` and the step written right follow half the time, so the connective decides the answer. Its first build
     # (800 steps) showed too weak a link on fresh samples (0.124; T5's audit gate asks for 0.3 and a tenth more,
-    # bench/lab/pilots/superseded/T5-c44121d6.json), and so did one of 2,400 steps (`--steps 2400`: 0.243,
-    # bench/lab/builds.json, not shipped)
+    # bench/lab/pilots/superseded/T5-c44121d6.json), and so did one of 2,400 steps (`--steps 2400`: 0.243, not
+    # shipped); the shipped one trains 4,800 steps (0.534; bench/lab/builds.json)
     "recheck": {"styles": {"recheck": 1.0}, "step_noise": 0.0, "direct_noise": 0.0, "carry_error": 0.5,
-                "recheck": 0.5, "seed": 6, "init": "connective"},
+                "recheck": 0.5, "seed": 6, "init": "connective", "steps": 4800},
     # verbose (Takeaways 6 and 8): base-like, long wrong completions common: the long format (ending at 80-120 tokens,
     # not cut in its SFT data) and loops, with noisy steps. Its first build (long 0.35, loop 0.2, step noise 0.12, 800
     # steps) sampled 13.7% long wrong completions and cut 5.2% at 124 tokens: both audit gates of its pilots failed
