@@ -91,7 +91,7 @@ def series(log_history: list[dict]) -> dict[str, dict[str, tuple[list[int], list
 def plot(runs: Mapping[str, list[dict]] | list[dict], points: Mapping[str, Mapping[str, list]] | None = None, *,
          columns: int = 3, title: str | None = None):
     """Draws the curves of one run (a log history) or of several (`{run name: log history}`) over each other: one
-    color per line for one run; for several, one color per run (the legend on top) and one line style per line.
+    color per line for one run; for several, one color per run (named in a legend below) and a line style per line.
     `points` adds, per run name (`""` for a single run), `{label: [(step, value), ...]}` to the held-out accuracy
     panel, e.g. the accuracy before and after training (drawn as dotted markers: two evaluations, not a curve).
     Returns a matplotlib `Figure`, `columns` panels wide; its `trl_lite_curves` attribute is what it shows (see
@@ -119,7 +119,7 @@ def plot(runs: Mapping[str, list[dict]] | list[dict], points: Mapping[str, Mappi
     styles, markers = ("-", "--", ":", "-."), ("o", "s", "^", "D")
     several = len(drawn) > 1
 
-    def look(label: str, line: int, is_point: bool) -> dict:
+    def look(line: int, is_point: bool) -> dict:
         # a curve: a line style per line (several runs) or a plain line; points: a marker shape per line, dotted
         if is_point:
             return {"linestyle": ":", "marker": markers[line % len(markers)], "markersize": 6}
@@ -133,9 +133,9 @@ def plot(runs: Mapping[str, list[dict]] | list[dict], points: Mapping[str, Mappi
             for label, (steps, values) in panels.get(panel_title, {}).items():
                 line = labels.index(label)
                 ax.plot(steps, values, color=f"C{run if several else line}", label=label,
-                        **look(label, line, is_point[label]))
+                        **look(line, is_point[label]))
         if several:  # the lines by style, in gray; the runs' colors are in the figure's legend
-            ax.legend([Line2D([], [], color="0.3", **look(label, i, is_point[label])) for i, label in enumerate(labels)],
+            ax.legend([Line2D([], [], color="0.3", **look(i, is_point[label])) for i, label in enumerate(labels)],
                       labels, fontsize="x-small")
         else:
             ax.legend(fontsize="x-small")
