@@ -198,26 +198,24 @@ def card_section(rows: list[dict], figure: str = FIGURE) -> str:
                       "PNG holds the same rows in its `Description` metadata.", "", table(rows)])
 
 
+def draw(log_history: list[dict], points: Mapping[str, list] | None = None) -> tuple[list[dict], bytes | None]:
+    """The figure of one run, `log_history` with `points` (`{label: [(step, value), ...]}`) on the held-out accuracy
+    panel: its [`summary`] rows and its [`png`] (None when there is nothing to draw)."""
+    fig = plot(log_history, {"": dict(points or {})})
+    return fig.trl_lite_curves, (png(fig) if fig.trl_lite_curves else None)
+
+
 def add_to_card(output_dir: str, log_history: list[dict], points: Mapping[str, list] | None = None, *,
-                image: bytes | None = None) -> str | None:
+                drawn: tuple[list[dict], bytes | None] | None = None) -> str | None:
     """Draws `log_history` (and `points`, `{label: [(step, value), ...]}` on the held-out accuracy panel) into
     `output_dir/training_curves.png` and puts its section into the model card there (`README.md`): in front of
-    "Framework versions", or in place of the section an earlier call wrote. `image` is that figure's [`png`] when it
+    "Framework versions", or in place of the section an earlier call wrote. `drawn` is that figure's [`draw`] when it
     was drawn already (for another folder of the same run). Returns the figure's path; None when there is no card, or
     nothing to draw (then a figure left by an earlier call is removed, so the folder never shows a stale one)."""
     card, path = os.path.join(output_dir, "README.md"), os.path.join(output_dir, FIGURE)
     if not os.path.exists(card):
         return None
-    rows = None
-    if image is None:
-        fig = plot(log_history, {"": dict(points or {})})
-        rows = fig.trl_lite_curves
-        image = png(fig) if rows else None
-    else:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(image)) as picture:
-            rows = json.loads(picture.text["Description"])
+    rows, image = drawn if drawn is not None else draw(log_history, points)
     with open(card, encoding="utf-8") as f:
         text = _SECTION.sub("", f.read())
     if rows:
@@ -245,7 +243,7 @@ class CurvesCardMixin:
     """
 
     curves_points: dict | None = None
-    _curves_drawn: tuple | None = None  # (what was drawn: log length and points, its PNG)
+    _curves_drawn: tuple | None = None  # (the state drawn: log length and points, its `draw`)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, output_dir=None):
         super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags, output_dir=output_dir)
@@ -256,8 +254,7 @@ class CurvesCardMixin:
             points = dict(self.curves_points or {})
             state = (len(self.state.log_history), repr(points))
             if self._curves_drawn is None or self._curves_drawn[0] != state:
-                fig = plot(self.state.log_history, {"": points})
-                self._curves_drawn = (state, png(fig) if fig.trl_lite_curves else None)
-            add_to_card(folder, self.state.log_history, points, image=self._curves_drawn[1])
+                self._curves_drawn = (state, draw(self.state.log_history, points))
+            add_to_card(folder, self.state.log_history, points, drawn=self._curves_drawn[1])
         except (OSError, ValueError, TypeError, KeyError) as err:  # the figure is optional; the save is not
             logger.warning("trl-lite: no training curves in %s (%s: %s)", folder, type(err).__name__, err)
