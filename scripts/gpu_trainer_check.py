@@ -534,7 +534,7 @@ def _command(checks: list[str], model_dir: str, work: str, device: str) -> list[
     if checks == ["zero3"]:
         # the shipped config trains in bf16 (a GPU's); on CPU: float32
         precision = [] if device == "cuda" else ["--mixed_precision", "no"]
-        launcher = ["accelerate", "launch", "--config_file",
+        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
                     os.path.join(ROOT, "trl_lite", "accelerate_configs", "deepspeed_zero3.yaml"),
                     "--num_processes", "1", *precision]
     else:
@@ -552,8 +552,12 @@ def run_group(checks: list[str], model_dir: str, work: str, device: str, timeout
         done = subprocess.run(_command(checks, model_dir, work, device), capture_output=True, text=True, env=env,
                               timeout=timeout)
         failure = done.stderr[-3000:] or f"exit status {done.returncode}" if done.returncode else None
+        log = done.stderr
     except subprocess.TimeoutExpired as err:
-        failure = f"{(err.stderr or b'')[-2000:]!r}\nTimeoutExpired: the group {checks} ran past {timeout:.0f} s"
+        log = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else err.stderr or ""
+        failure = f"{log[-2000:]}\nTimeoutExpired: the group {checks} ran past {timeout:.0f} s"
+    with open(os.path.join(work, "+".join(checks) + ".log"), "w") as f:  # the group's whole error output
+        f.write(log)
     rows = []
     for check in checks:
         path = os.path.join(work, f"{check}.json")
