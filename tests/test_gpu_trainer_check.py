@@ -195,3 +195,24 @@ def test_the_rehearsal_runs_every_check_on_cpu(tmp_path):
     assert len(rows["overhead"]["runs"]) == 2 * check.OVERHEAD_RUNS
     assert [r["kind"] for r in rows["overhead"]["runs"]] == ["lite", "trl"] * check.OVERHEAD_RUNS  # interleaved
     assert rows["generation"]["tokens"] > 0 and rows["generation"]["tokens_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_the_gradient_comparison_tells_a_wrong_update_from_rounding(tmp_path):
+    # what the tolerance must catch, on the rehearsal's model: the same completions aggregated another way (a
+    # sequence-level mean for the token-level one), and the batch std for the group std, each move the gradient by
+    # far more than PARITY_TOLERANCE; the same run twice does not move it at all
+    from trl_lite import LitePPOConfig, LitePPOTrainer
+
+    model = check.build_model(str(tmp_path / "model"), "cpu")
+
+    def gradients(name, **fields):
+        return check._gradients(LitePPOTrainer, LitePPOConfig, model, str(tmp_path / name), "cpu", max_steps=1,
+                                **fields)
+
+    token_mean = gradients("a", loss_aggregation="token-mean")
+    assert check._relative_difference(token_mean, gradients("b", loss_aggregation="token-mean")) == 0.0
+    sequence_mean = gradients("c", loss_aggregation="seq-mean-token-mean")
+    group_std = gradients("d", loss_aggregation="token-mean", advantage_std="group")
+    for wrong in (sequence_mean, group_std):
+        assert check._relative_difference(token_mean, wrong) > 100 * TOL
