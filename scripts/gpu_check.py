@@ -46,6 +46,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_trainer_check  # noqa: E402  (the checks without vLLM: --no-vllm; shared verdict plumbing)
 
 # Big enough for vLLM's attention kernels (head_dim 64) and a meaningful tokens/s, small enough to build in seconds
 MODEL_SIZE = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
@@ -163,18 +165,12 @@ def render_table(rows: list[dict]) -> str:
 
 def report(rows: list[dict], model_size: dict) -> dict:
     """The JSON written to `--out`: every row as measured, and the overall verdict."""
-    return {"model_size": model_size, "passed": all(row["passed"] for row in rows),
-            "failed": [row["check"] for row in rows if not row["passed"]], "results": rows}
+    return gpu_trainer_check.report(rows, {"model_size": model_size})
 
 
 def parse_checks(value: str) -> list[str]:
     """`--checks a,b`: the names, each one of CHECKS."""
-    checks = [c.strip() for c in value.split(",") if c.strip()]
-    unknown = [c for c in checks if c not in CHECKS]
-    if unknown or not checks:
-        raise ValueError(f"--checks={value!r}: unknown {unknown or 'empty'}; expected a comma-separated subset of "
-                         f"{list(CHECKS)}")
-    return checks
+    return gpu_trainer_check.parse_checks(value, CHECKS)
 
 
 # ------------------------------------------------------------------------------------------------------------- workers
@@ -384,9 +380,6 @@ def run_check(check: str, model_dir: str, work: str, steps: int, max_length: int
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--no-vllm" in argv:  # the trainer's checks without vLLM: their own module, options and verdicts
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import gpu_trainer_check
-
         return gpu_trainer_check.main(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-vllm", action="store_true", help="LitePPOTrainer's checks without vLLM (train, "
