@@ -13,18 +13,21 @@ value to `--out` as JSON. It exits 0 only when every check passes.
 - `lora`: a LoRA run (r=8, all linear layers): the adapter moves, the base weights stay bit for bit;
 - `parity`: float32 with TF32 off: Lite PPO's gradient at every optimizer step against
   `GRPOTrainer(scale_rewards="batch", loss_type="dapo")`'s, on the same completions (a fixed rollout), within
-  `PARITY_TOLERANCE` (below); TRL against itself is recorded as the noise floor;
+  `PARITY_TOLERANCE` (below); TRL against itself is recorded as the noise floor, and a wrong setting (Lite PPO with
+  the group std) must land at least `CONTROL_MINIMUM` away, so that the comparison is shown to see a wrong update;
 - `exactness`: the same setting: for every registered loss aggregation, the gradient with gradient accumulation
   2 x B/2 against 1 x B (and token-mean with the overlong filter), within `PARITY_TOLERANCE`;
 - `overhead`: Lite PPO (defaults, diagnostics on) against `GRPOTrainer(batch, dapo)`, runs interleaved, 3 each after
   one discarded warm-up run, bf16, the same fixed rollout: the ratio of median optimizer-step wall times (between
-  consecutive `on_step_end`s, so logging-time work counts) and of peak GPU memory (`torch.cuda.max_memory_allocated`); PASS on a GPU at most `TIME_GOAL` and `MEMORY_GOAL` (on CPU a record only:
-  two shared cores time nothing reliably, and one process's peak RSS cannot be split between its runs);
+  consecutive `on_step_end`s, so logging-time work counts) and of peak GPU memory (`torch.cuda.max_memory_allocated`);
+  PASS on a GPU at most `TIME_GOAL` and `MEMORY_GOAL` (on CPU a record only: two shared cores time nothing reliably,
+  and one process's peak RSS cannot be split between its runs);
 - `zero3`: DeepSpeed ZeRO-3 on one device through `accelerate launch` and the shipped config
-  (`trl_lite/accelerate_configs/deepspeed_zero3.yaml`): finite losses, the gathered weights moved.
+  (`trl_lite/accelerate_configs/deepspeed_zero3.yaml`): ZeRO stage 3 in force, finite losses, the gathered weights
+  moved; the DeepSpeed ops compiled on the machine (if any) are recorded.
 
-The verdicts, the table and the JSON are pure functions of the measured values (tests/test_gpu_check.py tests them
-with passing and failing results made by hand); `--device cpu` runs the whole check on CPU, in CI.
+The verdicts, the table and the JSON are pure functions of the measured values (tests/test_gpu_trainer_check.py tests
+them with passing and failing results made by hand); `--device cpu` runs the whole check on CPU, in CI.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -51,7 +55,8 @@ CHECKS = ("train", "generation", "lora", "parity", "exactness", "overhead", "zer
 GROUPS = (("train", "generation", "lora"), ("parity", "exactness"), ("overhead",), ("zero3",))
 
 # About 200M parameters: 16 layers of 12.6M (q and o 1024x1024, k and v 1024x512, MLP 3 x 1024x3072); the vocabulary
-# is the tokenizer's ~400 tokens. The whole check then takes a few minutes on one H100/H200 (docs/gpu.md).
+# is the tokenizer's ~400 tokens. The whole check took 232 s on an H200 (docs/gpu.md): sized so that it and a rerun
+# fit a 15-minute GPU lease, machine starts included.
 MODEL_SIZES = {
     "cuda": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=16, num_attention_heads=16,
                  num_key_value_heads=8, head_dim=64),
@@ -64,14 +69,16 @@ SHAPES = {"cuda": dict(batch=16, generations=8, max_length=128, steps=4),
           "cpu": dict(batch=16, generations=4, max_length=16, steps=2)}
 PROMPTS = 64
 
-# float32 with TF32 off: both trainers compute the same sums in a different order (ours scales each sequence by its
-# aggregation weight, TRL divides the token sum once), and GPU reductions need not add in a fixed order, so the
-# gradients may differ by float32 rounding: relative L2 differences from about 1e-7 to a few 1e-6 (2.6e-6 on an H200
+# float32 with TF32 off (TF32 rounds products to 10 mantissa bits: noise above 1e-4, false failures). Where the
+# arithmetic differs (another micro-batch split: other matrix shapes, so cuBLAS adds in another order; another
+# aggregation's per-sequence weights), the gradients may differ by float32 rounding: relative L2 differences from about 1e-7 to a few 1e-6 (2.6e-6 on an H200
 # between micro-batch splits, bench/results/gpu_check_h200.json); TRL against itself is recorded as `noise_floor`.
-# 1e-4 leaves a margin of about 40 over that, and is far below a real error: a sequence-level instead of token-level
-# mean moves the gradient by 0.21, a group std instead of the batch std by 0.30 (tests/test_gpu_trainer_check.py),
-# a factor 2 by 1.
+# 1e-4 leaves a margin of about 40 over that, and is far below a real error: on the CPU rehearsal's model a
+# sequence-level instead of token-level mean moves the gradient by 0.21, a group std instead of the batch std by 0.30
+# (tests/test_gpu_trainer_check.py), a factor 2 by 1. The parity check runs that group-std control every time and
+# requires it at least CONTROL_MINIMUM away: a comparison that cannot see a wrong update fails.
 PARITY_TOLERANCE = 1e-4
+CONTROL_MINIMUM = 100 * PARITY_TOLERANCE
 TIME_GOAL, MEMORY_GOAL = 1.02, 1.01  # Lite PPO / GRPOTrainer(batch, dapo): the issue's goals
 OVERHEAD_RUNS = 3
 REQUIRED_LOGS = ("advantages/mean", "advantages/std", "advantages/abs_mean", "advantages/frac_zero_std_groups",
@@ -111,6 +118,11 @@ def verdict(check: str, result: dict, device: str) -> tuple[bool, str]:
                 return False, f"{name}: no gradient compared ({diff})"
             if diff > PARITY_TOLERANCE:
                 return False, f"{name}: relative gradient difference {diff:.2e} > {PARITY_TOLERANCE:.0e}"
+        if check == "parity":
+            control = result.get("control")
+            if not _finite(control) or control < CONTROL_MINIMUM:
+                return False, (f"the control (a wrong setting) is {control} from TRL's gradient, under "
+                               f"{CONTROL_MINIMUM:.0e}: the comparison cannot see a wrong update")
         worst = max(comparisons, key=comparisons.get)
         floor = result.get("noise_floor")
         return True, (f"worst {worst} {comparisons[worst]:.2e} <= {PARITY_TOLERANCE:.0e}"
@@ -136,6 +148,8 @@ def verdict(check: str, result: dict, device: str) -> tuple[bool, str]:
         return True, f"adapter moved, base unchanged ({result.get('adapter_parameters')} adapter tensors)"
     if not result.get("weights_moved"):
         return False, "the weights did not move"
+    if check == "zero3" and result.get("zero_stage") != 3:
+        return False, f"ZeRO stage {result.get('zero_stage')!r} in force, not 3: DeepSpeed did not run"
     if check == "train":
         missing = result.get("missing_logs")
         if missing is None or missing:
@@ -145,6 +159,8 @@ def verdict(check: str, result: dict, device: str) -> tuple[bool, str]:
         if not result.get("clipped_tokens_written"):
             return False, "no clipped-token table written"
         return True, f"{result['steps']} steps, weights moved, advantages and diagnostics logged"
+    if check == "zero3":
+        return True, f"{result['steps']} steps under ZeRO-3, weights moved"
     return True, f"{result['steps']} steps, weights moved"
 
 
@@ -210,8 +226,8 @@ def length_reward(completions, **kwargs):
 
 
 def fixed_rollout(prompts, trainer) -> dict:
-    """A `rollout_func` whose completions depend only on (prompt, occurrence within the local batch), so that differently
-    built or split runs train on exactly the same samples. Lengths vary; a quarter run to `max_completion_length`
+    """A `rollout_func` whose completions depend only on (prompt, occurrence within the local batch), so that
+    differently built or split runs train on exactly the same samples. Lengths vary; a quarter run to `max_completion_length`
     without EOS (truncated)."""
     tokenizer = trainer.processing_class
     max_length = trainer.max_completion_length
@@ -224,7 +240,8 @@ def fixed_rollout(prompts, trainer) -> dict:
             prompt, tokenize=False, add_generation_prompt=True)
         occurrence = seen.get(text, 0)
         seen[text] = occurrence + 1
-        digest = b"".join(hashlib.sha256(f"{text}|{occurrence}|{block}".encode()).digest() for block in range(8))
+        blocks = max_length // 32 + 1  # 32 bytes a block: one for the length, one per token
+        digest = b"".join(hashlib.sha256(f"{text}|{occurrence}|{block}".encode()).digest() for block in range(blocks))
         if digest[0] % 4 == 0:
             ids = [vocabulary[b % len(vocabulary)] for b in digest[1 : 1 + max_length]]
         else:
@@ -249,6 +266,10 @@ def _fields(device: str, output_dir: str, **overrides) -> dict:
                   num_generations=shape["generations"], max_completion_length=shape["max_length"],
                   max_steps=shape["steps"], learning_rate=1e-5, logging_steps=1, report_to="none", save_strategy="no",
                   seed=0, use_cpu=device == "cpu", lr_scheduler_type="constant", warmup_steps=0)
+    if device == "cpu":
+        # float32 for both trainers: TRL turns an unset bf16 on under use_cpu (CPU autocast), LitePPOConfig off.
+        # On a GPU it stays unset: both resolve it on, the default under test (each run records its bf16)
+        fields["bf16"] = False
     return {**fields, **overrides}
 
 
@@ -274,7 +295,9 @@ def check_train(model_dir: str, work: str, device: str) -> dict:
 
     output_dir = os.path.join(work, "train")
     args = LitePPOConfig(**_fields(device, output_dir))  # bf16 left unset: it resolves on where a GPU supports it
-    trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, args=args, train_dataset=_dataset())
+    clock = _step_clock(device)
+    trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, args=args, train_dataset=_dataset(),
+                             callbacks=[clock])
     before = _cpu_copy(trainer.model)
     trainer.train()
     logged = set().union(*[row.keys() for row in trainer.state.log_history])
@@ -287,7 +310,7 @@ def check_train(model_dir: str, work: str, device: str) -> dict:
             "weights_moved": _max_change(before, _cpu_copy(trainer.model)) > 0, "bf16": bool(args.bf16),
             "parameter_dtype": str(next(trainer.model.parameters()).dtype), "missing_logs": missing,
             "clipped_tokens_written": os.path.isfile(os.path.join(output_dir, CLIPPED_TOKENS_FILE)),
-            "step_time_s": _step_time(trainer),
+            "step_time_s": _median_step(clock), "trl_step_time_metric_s": _step_time(trainer),
             "logged": {key: [row[key] for row in trainer.state.log_history if key in row]
                        for key in sorted(logged) if key.startswith(("advantages/", "overlong/", "rewards/"))}}
 
@@ -410,9 +433,15 @@ def check_parity(model_dir: str, work: str, device: str) -> dict:
                            scale_rewards="batch", loss_type="dapo", **accumulation)
     lite = _gradients(LitePPOTrainer, LitePPOConfig, model_dir, os.path.join(work, "parity-lite"), device,
                       advantage_mean="group", advantage_std="batch", loss_aggregation="token-mean", **accumulation)
+    # the control: a wrong setting for this comparison (the group std), which must land far from TRL's gradient
+    wrong = _gradients(LitePPOTrainer, LitePPOConfig, model_dir, os.path.join(work, "parity-control"), device,
+                       advantage_mean="group", advantage_std="group", loss_aggregation="token-mean", **accumulation)
     return {"comparisons": {"lite_ppo_vs_trl_batch_dapo": _relative_difference(trl, lite)},
-            "noise_floor": _relative_difference(trl, trl_again), "optimizer_steps": len(lite),
-            "gradient_norms": [g.norm().item() for g in trl], "tolerance": PARITY_TOLERANCE}
+            "noise_floor": _relative_difference(trl, trl_again), "control": _relative_difference(trl, wrong),
+            "control_setting": "LitePPO advantage_std='group' vs TRL scale_rewards='batch'",
+            "optimizer_steps": len(lite), "gradient_norms": [g.norm().item() for g in trl],
+            "lite_gradient_norms": [g.norm().item() for g in lite], "tolerance": PARITY_TOLERANCE,
+            "control_minimum": CONTROL_MINIMUM}
 
 
 def check_exactness(model_dir: str, work: str, device: str) -> dict:
@@ -458,6 +487,12 @@ def _step_clock(device: str):
     return StepClock()
 
 
+def _median_step(clock, skip_first: bool = True) -> float | None:
+    """The median of a StepClock's step times (the first dropped: it warms up) or None."""
+    times = clock.step_times()[1:] if skip_first else clock.step_times()
+    return statistics.median(times) if times else None
+
+
 def _overhead_run(kind: str, model_dir: str, output_dir: str, device: str, steps: int) -> dict:
     import torch
     from trl import GRPOConfig, GRPOTrainer
@@ -479,8 +514,7 @@ def _overhead_run(kind: str, model_dir: str, output_dir: str, device: str, steps
                               rollout_func=fixed_rollout, callbacks=[clock])
     trainer.train()
     peak = torch.cuda.max_memory_allocated() - baseline if device == "cuda" else None
-    times = clock.step_times()[1:]  # the first step warms up (kernels, allocator)
-    result = {"kind": kind, "step_time_s": statistics.median(times) if times else None, "step_times_s": times,
+    result = {"kind": kind, "step_time_s": _median_step(clock), "step_times_s": clock.step_times()[1:],
               "trl_step_time_metric_s": _step_time(trainer), "peak_memory_bytes": peak,
               "bf16": bool(trainer.args.bf16)}
     del trainer
@@ -493,8 +527,8 @@ def check_overhead(model_dir: str, work: str, device: str) -> dict:
     # one discarded run first: the first run in a process pays for CUDA's and cuBLAS's set-up (time and workspace)
     warmup = _overhead_run("trl", model_dir, os.path.join(work, "overhead-warmup"), device, 2)
     runs = []
-    for index in range(OVERHEAD_RUNS):  # interleaved, so drift in the machine's state hits both alike
-        for kind in ("lite", "trl"):
+    for index in range(OVERHEAD_RUNS):  # interleaved, who goes first alternating, so drift hits both alike
+        for kind in ("lite", "trl") if index % 2 == 0 else ("trl", "lite"):
             runs.append(_overhead_run(kind, model_dir, os.path.join(work, f"overhead-{kind}-{index}"), device, steps))
 
     def median(kind, key):
@@ -503,7 +537,9 @@ def check_overhead(model_dir: str, work: str, device: str) -> dict:
 
     times = {kind: median(kind, "step_time_s") for kind in ("lite", "trl")}
     memory = {kind: median(kind, "peak_memory_bytes") for kind in ("lite", "trl")}
+    pairs = [{run["kind"]: run["step_time_s"] for run in runs[i : i + 2]} for i in range(0, len(runs), 2)]
     return {"runs": runs, "warmup": warmup, "median_step_time_s": times, "median_peak_memory_bytes": memory,
+            "pair_time_ratios": [p["lite"] / p["trl"] if p["lite"] and p["trl"] else None for p in pairs],
             "time_ratio": times["lite"] / times["trl"] if times["lite"] and times["trl"] else None,
             "memory_ratio": memory["lite"] / memory["trl"] if memory["lite"] and memory["trl"] else None,
             "goals": {"time": TIME_GOAL, "memory": MEMORY_GOAL}, "steps_per_run": steps}
@@ -515,7 +551,9 @@ def check_zero3(model_dir: str, work: str, device: str) -> dict:
     from trl_lite import LitePPOConfig, LitePPOTrainer
 
     args = LitePPOConfig(**_fields(device, os.path.join(work, "zero3"), max_steps=2))
-    trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, args=args, train_dataset=_dataset())
+    clock = _step_clock(device)
+    trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, args=args, train_dataset=_dataset(),
+                             callbacks=[clock])
 
     def gathered():  # ZeRO-3 partitions every parameter: gather them to read them
         parameters = list(trainer.model_wrapped.parameters()) if trainer.is_deepspeed_enabled else []
@@ -529,7 +567,18 @@ def check_zero3(model_dir: str, work: str, device: str) -> dict:
             "weights_moved": _max_change(before, after) > 0, "deepspeed": deepspeed.__version__,
             "zero_stage": trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled
             else None, "processes": trainer.accelerator.num_processes, "bf16": bool(args.bf16),
-            "step_time_s": _step_time(trainer)}
+            "step_time_s": _median_step(clock, skip_first=False), "trl_step_time_metric_s": _step_time(trainer),
+            "ops_compiled": _compiled_extensions()}
+
+
+def _compiled_extensions() -> list[str]:
+    """The torch extensions (DeepSpeed's JIT-built ops) compiled on this machine so far: torch builds them under
+    TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
+    found = []
+    for folder, _, files in os.walk(root):
+        found += [os.path.relpath(os.path.join(folder, f), root) for f in files if f.endswith(".so")]
+    return sorted(found)
 
 
 WORKERS = {"train": check_train, "generation": check_generation, "lora": check_lora, "parity": check_parity,
@@ -543,13 +592,15 @@ def worker(checks: list[str], model_dir: str, work: str, device: str) -> None:
     rank = int(os.environ.get("RANK", "0"))
     for check in checks:
         started = time.perf_counter()
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()  # each check's own peak
         try:
             result = WORKERS[check](model_dir, work, device)
         except Exception:  # noqa: BLE001 - recorded as the check's failure; the group's other checks still run
             result = {"error": traceback.format_exc()}
         result["wall_s"] = time.perf_counter() - started
         if device == "cuda":
-            result.setdefault("peak_memory_bytes_process", torch.cuda.max_memory_allocated())
+            result.setdefault("peak_memory_bytes_check", torch.cuda.max_memory_allocated())
         if rank == 0:
             with open(os.path.join(work, f"{check}.json"), "w") as f:
                 json.dump(result, f, indent=1)
@@ -581,13 +632,16 @@ def run_group(checks: list[str], model_dir: str, work: str, device: str, timeout
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
+    # its own process group: on a timeout the whole tree goes (`accelerate launch` starts the worker through
+    # torch.distributed.run, and a worker left behind would hold the GPU for the groups after it)
+    process = subprocess.Popen(_command(checks, model_dir, work, device), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
-        done = subprocess.run(_command(checks, model_dir, work, device), capture_output=True, text=True, env=env,
-                              timeout=timeout)
-        failure = done.stderr[-3000:] or f"exit status {done.returncode}" if done.returncode else None
-        log = done.stderr
-    except subprocess.TimeoutExpired as err:
-        log = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else err.stderr or ""
+        _, log = process.communicate(timeout=timeout)
+        failure = (log[-3000:] or f"exit status {process.returncode}") if process.returncode else None
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        _, log = process.communicate()
         failure = f"{log[-2000:]}\nTimeoutExpired: the group {checks} ran past {timeout:.0f} s"
     with open(os.path.join(work, "+".join(checks) + ".log"), "w") as f:  # the group's whole error output
         f.write(log)
@@ -617,12 +671,14 @@ def environment(device: str, model_dir: str) -> dict:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    info = {"device": device, "python": platform.python_version(), "versions": versions,
-            "model_size": MODEL_SIZES[device], "shape": SHAPES[device]}
+    info = {"device": device, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": _commit(),
+            "python": platform.python_version(), "versions": versions, "model_size": MODEL_SIZES[device],
+            "shape": SHAPES[device]}
     if device == "cuda":
         properties = torch.cuda.get_device_properties(0)
         info.update(gpu=torch.cuda.get_device_name(0), gpu_memory_bytes=properties.total_memory,
-                    capability=list(torch.cuda.get_device_capability(0)), cuda=torch.version.cuda)
+                    capability=list(torch.cuda.get_device_capability(0)), cuda=torch.version.cuda,
+                    nvidia_smi=_nvidia_smi())
     else:
         info.update(cpu=platform.processor() or platform.machine(), cpu_count=os.cpu_count())
     from transformers import AutoConfig
@@ -630,6 +686,29 @@ def environment(device: str, model_dir: str) -> dict:
     config = AutoConfig.from_pretrained(model_dir)
     info["parameters"] = _parameter_count(config)
     return info
+
+
+def _commit() -> str | None:
+    """The checkout's commit, with `+dirty` when it has changes; None outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if head.returncode == 0 else None
+
+
+def _nvidia_smi() -> dict | None:
+    """The GPU's name, driver and memory as nvidia-smi reports them; None without nvidia-smi."""
+    fields = ("name", "driver_version", "memory.total")
+    try:
+        done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    values = done.stdout.strip().splitlines()[0].split(", ") if done.returncode == 0 and done.stdout.strip() else []
+    return dict(zip(fields, values)) if len(values) == len(fields) else None
 
 
 def _parameter_count(config) -> int:
