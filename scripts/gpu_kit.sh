@@ -14,8 +14,9 @@
 #    DeepSpeed's wheel, and a recent pip (pip 23's resolver backtracks for many minutes on step 3 and downloads whole
 #    torch wheels; a recent one reads PyPI's metadata files and resolves in seconds).
 # 2. Fills .gpu_kit/ with exactly the wheels the GPU machine lacks for `python3 scripts/gpu_check.py --no-vllm`
-#    (trl, datasets, peft, transformers, accelerate, deepspeed and trl_lite, which comes from the working tree), at the
-#    reference pins (.ci/reference.txt) where they fit the GPU machine's packages. Cross-downloaded for CPython 3.12
+#    (which imports trl, datasets, peft, transformers, accelerate, deepspeed and trl_lite; trl_lite comes from the
+#    working tree, peft, transformers and accelerate are on the machine), at the reference pins (.ci/reference.txt)
+#    where they fit the GPU machine's packages. Cross-downloaded for CPython 3.12
 #    on manylinux x86_64 (the GPU machine) with --no-deps: every dependency is named in KIT below. DeepSpeed
 #    publishes only an sdist, so its wheel is built here, pure Python, with DS_BUILD_OPS=0: its ops are compiled
 #    just in time on the GPU machine (it has nvcc and ninja). A wheel of another version or package is removed, so

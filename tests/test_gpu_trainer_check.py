@@ -190,7 +190,7 @@ def test_the_fixed_rollout_depends_only_on_the_prompt_and_its_occurrence(tmp_pat
 
 @pytest.mark.slow
 def test_the_rehearsal_runs_every_check_on_cpu(tmp_path):
-    # the whole command as a user types it, on CPU with the tiny model: about 2 minutes on 2 cores, most of it
+    # the whole command as a user types it, on CPU with the tiny model: about a minute on 2 cores, most of it
     # DeepSpeed's start-up in the zero3 check
     out = tmp_path / "gpu_check.json"
     done = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gpu_check.py"), "--no-vllm", "--device",
