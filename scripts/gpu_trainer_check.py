@@ -64,15 +64,16 @@ MODEL_SIZES = {
     "cpu": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, head_dim=16),
 }
-# (prompts x num_generations per optimizer step, max_completion_length, training steps)
+# completions per micro-batch (per_device_train_batch_size), num_generations, max_completion_length, training steps
 SHAPES = {"cuda": dict(batch=16, generations=8, max_length=128, steps=4),
           "cpu": dict(batch=16, generations=4, max_length=16, steps=2)}
 PROMPTS = 64
 
 # float32 with TF32 off (TF32 rounds products to 10 mantissa bits: noise above 1e-4, false failures). Where the
 # arithmetic differs (another micro-batch split: other matrix shapes, so cuBLAS adds in another order; another
-# aggregation's per-sequence weights), the gradients may differ by float32 rounding: relative L2 differences from about 1e-7 to a few 1e-6 (2.6e-6 on an H200
-# between micro-batch splits, bench/results/gpu_check_h200.json); TRL against itself is recorded as `noise_floor`.
+# aggregation's per-sequence weights), the gradients may differ by float32 rounding: relative L2 differences from
+# about 1e-7 to a few 1e-6 (2.6e-6 on an H200 between micro-batch splits, bench/results/gpu_check_h200.json); TRL
+# against itself is recorded as `noise_floor`.
 # 1e-4 leaves a margin of about 40 over that, and is far below a real error: on the CPU rehearsal's model a
 # sequence-level instead of token-level mean moves the gradient by 0.21, a group std instead of the batch std by 0.30
 # (tests/test_gpu_trainer_check.py), a factor 2 by 1. The parity check runs that group-std control every time and
@@ -126,7 +127,8 @@ def verdict(check: str, result: dict, device: str) -> tuple[bool, str]:
         worst = max(comparisons, key=comparisons.get)
         floor = result.get("noise_floor")
         return True, (f"worst {worst} {comparisons[worst]:.2e} <= {PARITY_TOLERANCE:.0e}"
-                      + (f"; TRL vs itself {floor:.2e}" if _finite(floor) else ""))
+                      + (f"; TRL vs itself {floor:.2e}" if _finite(floor) else "")
+                      + (f"; control {result['control']:.2f}" if check == "parity" else ""))
     if check == "overhead":
         time_ratio, memory_ratio = result.get("time_ratio"), result.get("memory_ratio")
         if not _finite(time_ratio):
@@ -161,7 +163,7 @@ def verdict(check: str, result: dict, device: str) -> tuple[bool, str]:
         return True, f"{result['steps']} steps, weights moved, advantages and diagnostics logged"
     if check == "zero3":
         return True, f"{result['steps']} steps under ZeRO-3, weights moved"
-    return True, f"{result['steps']} steps, weights moved"
+    raise ValueError(f"verdict: unknown check {check!r}; expected one of {list(CHECKS)}")
 
 
 def summary_figure(row: dict) -> str:
@@ -227,8 +229,8 @@ def length_reward(completions, **kwargs):
 
 def fixed_rollout(prompts, trainer) -> dict:
     """A `rollout_func` whose completions depend only on (prompt, occurrence within the local batch), so that
-    differently built or split runs train on exactly the same samples. Lengths vary; a quarter run to `max_completion_length`
-    without EOS (truncated)."""
+    differently built or split runs train on exactly the same samples. Lengths vary; a quarter run to
+    `max_completion_length` without EOS (truncated)."""
     tokenizer = trainer.processing_class
     max_length = trainer.max_completion_length
     special = set(tokenizer.all_special_ids)

@@ -48,7 +48,7 @@ TRAIN_OK = dict(missing_logs=[], bf16=True, clipped_tokens_written=True)
     ("lora", _training(adapter_moved=False, base_max_change=0.0), "cuda", False, "the LoRA adapter did not move"),
     ("lora", _training(adapter_moved=True, base_max_change=3e-8), "cuda", False, "the base weights moved"),
     ("parity", {"comparisons": {"lite_ppo_vs_trl_batch_dapo": 3e-7}, "noise_floor": 1e-7, "control": 0.3}, "cuda",
-     True, "worst lite_ppo_vs_trl_batch_dapo 3.00e-07 <= 1e-04; TRL vs itself 1.00e-07"),
+     True, "worst lite_ppo_vs_trl_batch_dapo 3.00e-07 <= 1e-04; TRL vs itself 1.00e-07; control 0.30"),
     # a factor of 2 in the gradient: ||2g - g|| / ||g|| = 1
     ("parity", {"comparisons": {"lite_ppo_vs_trl_batch_dapo": 1.0}, "noise_floor": 1e-7, "control": 0.3}, "cuda",
      False, "relative gradient difference 1.00e+00 > 1e-04"),
@@ -88,6 +88,11 @@ def test_the_tolerance_and_goals_are_the_documented_ones():
     assert check.CONTROL_MINIMUM == 1e-2
     assert set(check.CHECKS) == {"train", "generation", "lora", "parity", "exactness", "overhead", "zero3"}
     assert sorted(c for group in check.GROUPS for c in group) == sorted(check.CHECKS)  # each in one group
+
+
+def test_an_unknown_check_has_no_verdict():
+    with pytest.raises(ValueError, match=r"verdict: unknown check 'colocate'; expected one of \['train'"):
+        check.verdict("colocate", _training(weights_moved=True), "cuda")
 
 
 def test_table_and_json():
