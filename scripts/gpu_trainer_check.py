@@ -297,7 +297,7 @@ def check_train(model_dir: str, work: str, device: str) -> dict:
 
     output_dir = os.path.join(work, "train")
     args = LitePPOConfig(**_fields(device, output_dir))  # bf16 left unset: it resolves on where a GPU supports it
-    clock = _step_clock(device)
+    clock = _step_clock()
     trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, args=args, train_dataset=_dataset(),
                              callbacks=[clock])
     before = _cpu_copy(trainer.model)
@@ -464,27 +464,9 @@ def check_exactness(model_dir: str, work: str, device: str) -> dict:
     return {"comparisons": comparisons, "splits": [[batch, 1], [batch // 2, 2]], "tolerance": PARITY_TOLERANCE}
 
 
-def _step_clock(device: str):
-    """A TrainerCallback timing each optimizer step by the wall clock between consecutive `on_step_end`s: generation,
-    loss, backward, the optimizer step and the logging of the step before (where trl-lite reduces its diagnostics),
-    everything a user waits for. TRL's own `step_time` times `training_step` only, without the optimizer step and the
-    logging, so it would leave out what trl-lite adds at logging time."""
-    from transformers import TrainerCallback
-
-    class StepClock(TrainerCallback):
-        def __init__(self):
-            self.ends = []
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            _sync(device)
-            self.ends = [time.perf_counter()]
-
-        def on_step_end(self, args, state, control, **kwargs):
-            _sync(device)
-            self.ends.append(time.perf_counter())
-
-        def step_times(self) -> list[float]:
-            return [b - a for a, b in zip(self.ends, self.ends[1:])]
+def _step_clock():
+    """A `tests.tiny.StepClock`: each optimizer step by the wall clock, logging-time work included."""
+    from tests.tiny import StepClock
 
     return StepClock()
 
@@ -506,7 +488,7 @@ def _overhead_run(kind: str, model_dir: str, output_dir: str, device: str, steps
         torch.cuda.reset_peak_memory_stats()
         baseline = torch.cuda.memory_allocated()
     fields = _fields(device, output_dir, max_steps=steps, gradient_accumulation_steps=2)
-    clock = _step_clock(device)
+    clock = _step_clock()
     if kind == "lite":  # defaults: Lite PPO with the paper's diagnostics on
         trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, train_dataset=_dataset(),
                                  args=LitePPOConfig(**fields), rollout_func=fixed_rollout, callbacks=[clock])
@@ -553,7 +535,7 @@ def check_zero3(model_dir: str, work: str, device: str) -> dict:
     from trl_lite import LitePPOConfig, LitePPOTrainer
 
     args = LitePPOConfig(**_fields(device, os.path.join(work, "zero3"), max_steps=2))
-    clock = _step_clock(device)
+    clock = _step_clock()
     trainer = LitePPOTrainer(model=model_dir, reward_funcs=length_reward, args=args, train_dataset=_dataset(),
                              callbacks=[clock])
 
