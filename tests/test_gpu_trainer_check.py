@@ -147,8 +147,8 @@ def test_a_crashed_or_overdue_group_fails_its_checks_with_the_reason(tmp_path, m
     parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {grandchild!r}]); time.sleep(60)"
     monkeypatch.setattr(check, "_command", lambda *a: [sys.executable, "-c", parent])
     started = time.perf_counter()
-    (row,) = check.run_group(["zero3"], "model", str(tmp_path), "cuda", timeout=3)
-    assert not row["passed"] and "ran past 3 s" in row["reason"] and time.perf_counter() - started < 30
+    (row,) = check.run_group(["zero3"], "model", str(tmp_path), "cuda", timeout=8)  # 8 s: time to start both
+    assert not row["passed"] and "ran past 8 s" in row["reason"] and time.perf_counter() - started < 40
     pid = int(pid_file.read_text())
     for _ in range(50):  # the kill is asynchronous: give the kernel a moment to reap it
         try:
@@ -227,7 +227,7 @@ def test_the_rehearsal_runs_every_check_on_cpu(tmp_path):
     # interleaved, who goes first alternating
     assert [r["kind"] for r in rows["overhead"]["runs"]] == ["lite", "trl", "trl", "lite", "lite", "trl"]
     assert len(rows["overhead"]["pair_time_ratios"]) == check.OVERHEAD_RUNS
-    assert report["commit"] and report["date"].startswith("20")
+    assert "commit" in report and report["date"].startswith("20")  # the commit is None outside a git checkout
     assert rows["generation"]["tokens"] > 0 and rows["generation"]["tokens_per_s"] > 0
 
 
