@@ -69,7 +69,7 @@ SHAPES = {"cuda": dict(batch=16, generations=8, max_length=128, steps=4),
           "cpu": dict(batch=16, generations=4, max_length=16, steps=2)}
 PROMPTS = 64
 
-# float32 with TF32 off (TF32 rounds products to 10 mantissa bits: noise above 1e-4, false failures). Where the
+# float32 with TF32 off (TF32 rounds products' inputs to 10 mantissa bits, ~1e-3: it could fail 1e-4 falsely). Where the
 # arithmetic differs (another micro-batch split: other matrix shapes, so cuBLAS adds in another order; another
 # aggregation's per-sequence weights), the gradients may differ by float32 rounding: relative L2 differences from
 # about 1e-7 to a few 1e-6 (2.6e-6 on an H200 between micro-batch splits, bench/results/gpu_check_h200.json); TRL
