@@ -380,7 +380,7 @@ def _gradient_recorder():
     return GradientRecorder()
 
 
-def _float32_exact(device: str) -> None:
+def _float32_exact() -> None:
     """float32 matrix products with TF32 off (cuBLAS and cuDNN): the parity and exactness checks' numerics."""
     import torch
 
@@ -427,7 +427,7 @@ def check_parity(model_dir: str, work: str, device: str) -> dict:
 
     from trl_lite import LitePPOConfig, LitePPOTrainer
 
-    _float32_exact(device)
+    _float32_exact()
     accumulation = dict(gradient_accumulation_steps=2)
     trl = _gradients(GRPOTrainer, GRPOConfig, model_dir, os.path.join(work, "parity-trl"), device,
                      scale_rewards="batch", loss_type="dapo", **accumulation)
@@ -450,7 +450,7 @@ def check_exactness(model_dir: str, work: str, device: str) -> dict:
     from trl_lite import LitePPOConfig, LitePPOTrainer
     from trl_lite.aggregation import AGGREGATIONS
 
-    _float32_exact(device)
+    _float32_exact()
     batch = SHAPES[device]["batch"]
     settings = [(mode, False) for mode in AGGREGATIONS.names()] + [("token-mean", True)]
     comparisons = {}
@@ -501,8 +501,7 @@ def _overhead_run(kind: str, model_dir: str, output_dir: str, device: str, steps
     result = {"kind": kind, "step_time_s": _median_step(clock), "step_times_s": clock.step_times()[1:],
               "trl_step_time_metric_s": _step_time(trainer), "peak_memory_bytes": peak,
               "bf16": bool(trainer.args.bf16)}
-    del trainer
-    _free(device)
+    del trainer  # freed before the next run's baseline (`_free` at its start)
     return result
 
 
