@@ -22,6 +22,9 @@ NOTEBOOK = os.path.join(ROOT, "examples", "notebooks", "lite_ppo.ipynb")
 PANELS = ["reward", "held-out accuracy", "advantages", "reward concentration", "clipped tokens",
           "repetition and truncation", "completion length", "entropy"]
 RUNS = ["Lite PPO (batch std)", "group std"]
+# the group-std run's trained accuracies across CPUs: committed (AMD EPYC CI box) 0.804 / 0.696, an Intel Xeon CI box
+# 0.810 / 0.676 on 2026-11-26 (same reference stack), so 0.020 seen; the demo run keeps DEMO_TOLERANCE (0.004 seen)
+RUN_TOLERANCE = {"Lite PPO (batch std)": DEMO_TOLERANCE, "group std": 0.03}
 C0, C1 = (31, 119, 180), (255, 127, 14)  # matplotlib's first two colors: one per run in the overlay
 
 
@@ -197,4 +200,4 @@ def test_notebook_is_the_demo_and_its_committed_outputs_are_current(executed):
     old, new = _accuracy_table(_stdout(_cell(committed, summary))), _accuracy_table(_stdout(_cell(executed, summary)))
     assert old["from the same start"] == new["from the same start"]
     for name in RUNS:
-        assert all(abs(a - b) <= DEMO_TOLERANCE for a, b in zip(old[name], new[name])), (name, old[name], new[name])
+        assert all(abs(a - b) <= RUN_TOLERANCE[name] for a, b in zip(old[name], new[name])), (name, old[name], new[name])
