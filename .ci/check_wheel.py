@@ -5,6 +5,7 @@ must be in it and work. Exits non-zero naming what is missing."""
 
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import pkgutil
 import sys
@@ -16,6 +17,15 @@ if "site-packages" not in here:
     sys.exit(f"trl_lite was imported from {here}, not from the installed wheel")
 if trl_lite.__version__ != importlib.metadata.version("trl-lite"):
     sys.exit(f"trl_lite.__version__={trl_lite.__version__!r} but the wheel is {importlib.metadata.version('trl-lite')}")
+
+# the lab is its own package (lab/ in a clone): no code of it in the wheel, and none of its dependencies (scipy)
+if os.path.exists(os.path.join(here, "lab")) or importlib.util.find_spec("trl_lite_lab") is not None:
+    sys.exit("the wheel holds the lab, or installed it: the lab is its own package (lab/)")
+requires = importlib.metadata.requires("trl-lite") or []
+if any(r.split(";")[0].strip().lower().startswith("scipy") for r in requires):
+    sys.exit(f"trl-lite requires scipy, which only the lab uses: {requires}")
+if importlib.util.find_spec("scipy") is not None:
+    print("note: scipy is installed here, pulled by another package than trl-lite")
 
 modules = [m.name for m in pkgutil.walk_packages(trl_lite.__path__, "trl_lite.")]
 for name in modules:

@@ -40,8 +40,6 @@ def commands(script: str) -> list[tuple[str, list[str]]]:
         ("trl-lite eval --help", [script, "eval", "--help"]),
         ("trl-lite recommend --help", [script, "recommend", "--help"]),
         ("trl-lite ablate --help", [script, "ablate", "--help"]),
-        ("trl-lite lab --help", [script, "lab", "--help"]),
-        ("trl-lite lab list", [script, "lab", "list"]),
         ('python -c "import trl_lite"', [sys.executable, "-c", "import trl_lite"]),
     ]
 

@@ -15,14 +15,14 @@ fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two 
     python scripts/build_embedded_policy.py                     # arith_policy: 2,000 steps, about 5 min on 2 cores
     python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry --label-noise 0.1 --carry-habit 0.7 \\
         --max-steps 5000                                        # arith_carry: about 9 min on 2 cores
-    python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry_small --label-noise 0.1 \\
+    python scripts/build_embedded_policy.py --output lab/trl_lite_lab/policies/arith_carry_small --label-noise 0.1 \\
         --carry-habit 0.7 --max-steps 5000 --hidden-size 96 --num-layers 2   # the lab's smaller carry-habit policy
-    python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry_tiny --label-noise 0.1 \
+    python scripts/build_embedded_policy.py --output lab/trl_lite_lab/policies/arith_carry_tiny --label-noise 0.1 \
         --carry-habit 0.7 --max-steps 2840 --hidden-size 48 --num-layers 2   # clip scaling's small policy: 2,840
-        # steps match the large policy's initial accuracy (bench/lab/builds.json; THREADS=1, about 4 min)
+        # steps match the large policy's initial accuracy (lab/results/builds.json; THREADS=1, about 4 min)
 
 `arith_carry_small` is `arith_carry`'s data and steps in a 2-layer, 96-wide Llama (0.24M parameters against 0.86M):
-the lab's second policy size for clip-higher's scaling with model size (`trl_lite/lab/experiments.py`).
+the lab's second policy size for clip-higher's scaling with model size (`lab/trl_lite_lab/experiments.py`).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def sft_tiny_llama(tokenizer, train_dataset, *, max_positions: int, max_steps: i
     """A fresh `num_layers`-layer, `hidden_size`-wide Llama over `tokenizer` (4 x 128 by default; or `init_model`,
     fine-tuned further), trained by TRL's SFTTrainer on `train_dataset` on CPU (lr `learning_rate`, cosine, no weight
     decay, sequences of up to `max_positions` tokens); `sft_args` go to `SFTConfig`. Also used by
-    `scripts/build_lab_policies.py`."""
+    `lab/scripts/build_lab_policies.py`."""
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=3 * hidden_size,
         num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=4,

@@ -49,8 +49,6 @@ def test_import_trl_lite_and_its_cli_loads_no_heavy_library():
     (["recommend", "--help"], "usage: trl-lite recommend"),
     (["eval", "--help"], "usage: trl-lite eval"),
     (["ablate", "--help"], "usage: trl-lite ablate"),
-    (["lab", "--help"], "usage: trl-lite lab"),
-    (["lab", "list"], "1  group-level normalization"),  # the experiments' definitions load without the runner
     (["recommend", "--model-type", "base", "--model-size", "4B", "--max-completion-length", "8192"],
      "recipe: lite_ppo"),  # recommend runs without them too
 ])
@@ -71,6 +69,13 @@ def test_python_m_cli_help_loads_no_heavy_library():
                 if line.startswith("import time:") and "|" in line}
     assert "trl_lite.data" in imported  # the log is read right: trl_lite.evaluation imports it
     assert not {name.split(".")[0] for name in imported} & set(HEAVY)
+
+
+def test_the_lab_command_says_where_the_lab_went():
+    # the lab is its own package (`lab/`, `trl-lite-lab`); `trl-lite lab ...` names it instead of "unknown command"
+    result = _python("-m", "trl_lite.cli", "lab", "list")
+    assert result.returncode == 1
+    assert "`pip install -e lab` and run `trl-lite-lab list` (docs/lab.md)" in result.stderr, result.stderr[-2000:]
 
 
 def test_public_names_are_the_same_objects_as_before():

@@ -127,7 +127,9 @@ def handle(command: str, cwd, model_dir) -> str:
         assert (spec == "torch==2.13.0" and "pip install torch==2.13.0" in _ci_text()) or (
             spec == ".[dev]" and 'pip install -e ".[dev]"' in _ci_text()) or (
             spec == ".[docs]" and '"trl-lite[docs]"' in pyproject and 'pip install -e ".[dev]"' in _ci_text()) or (
-            spec == "." and "python -m build" in _ci_text()), command  # dev holds docs; the wheel stage installs .
+            spec == "." and "python -m build" in _ci_text()) or (
+            spec == "lab" and "pip install -q -e lab" in _ci_text()), command  # dev holds docs; the wheel stage
+        # installs .; the lab's stage installs lab
         return "ci"
     if argv[:3] == ["python", "-m", "pytest"]:
         assert "pip install -e \".[dev]\" && python -m pytest tests -q" in _ci_text()

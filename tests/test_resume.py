@@ -151,7 +151,7 @@ def test_ablation_checkpoint_path_must_belong_to_a_run(tmp_path):
 def test_every_entry_point_has_help():
     commands = [[sys.executable, os.path.join(ROOT, "examples", "train_lite.py"), "--help"],
                 [sys.executable, "-m", "trl_lite.cli", "--help"]]
-    commands += [[sys.executable, "-m", "trl_lite.cli", name, "--help"] for name in ("eval", "recommend", "ablate", "lab")]
+    commands += [[sys.executable, "-m", "trl_lite.cli", name, "--help"] for name in ("eval", "recommend", "ablate")]
     for command in commands:
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "HF_HUB_OFFLINE": "1"})

@@ -31,9 +31,9 @@ SHADOWED = {"_tag_names", "_name", "_paper"}
 
 
 def _trainer_classes():
-    from trl_lite.lab.runner import LabTrainer
+    from trl_lite.trainer import LitePPOTrainer
 
-    return [c for c in LabTrainer.__mro__ if c.__module__.startswith("trl_lite")]
+    return [c for c in LitePPOTrainer.__mro__ if c.__module__.startswith("trl_lite")]
 
 
 def _class_uses(cls) -> tuple[set, set, set]:

@@ -1,6 +1,6 @@
 """The `trl-lite` command: `trl-lite train ...` (`trl_lite.train`, the main job), `trl-lite eval ...`
-(`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`), `trl-lite ablate ...` (`trl_lite.ablate`),
-`trl-lite lab ...` (`trl_lite.lab`). Each command's module is imported only when that command runs."""
+(`trl_lite.evaluation`), `trl-lite recommend ...` (`trl_lite.recommend`), and `trl-lite ablate ...` (`trl_lite.ablate`). Each command's module is imported only when that command runs. The
+paper's lab is a separate package beside this one (`trl-lite-lab`, in a clone's `lab/`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 # command -> "module:function"; the function takes the arguments after the command
 COMMANDS = {"train": "trl_lite.train:cli", "eval": "trl_lite.evaluation:main", "recommend": "trl_lite.recommend:main",
-            "ablate": "trl_lite.ablate:main", "lab": "trl_lite.lab:main"}
+            "ablate": "trl_lite.ablate:main"}
 
 
 SUMMARIES = {
@@ -16,7 +16,6 @@ SUMMARIES = {
     "eval": "accuracy and pass@k of a model on the math benchmarks (JSON and markdown)",
     "recommend": "a LitePPOConfig YAML from the paper's decision guide",
     "ablate": "recipes x seeds as training runs, with figures and a summary table",
-    "lab": "the paper's takeaways as measured mechanisms on toy tasks, with verdicts (list, audit, run)",
 }
 USAGE = "usage: trl-lite {" + ",".join(COMMANDS) + "} [-h] ..."
 
@@ -34,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["-h"], ["--help"]):
         print(_help())
         return 0
+    if argv[:1] == ["lab"]:
+        sys.exit("trl-lite: the paper's lab is its own package now, `trl-lite-lab`: from a clone of trl-lite, "
+                 "`pip install -e lab` and run `trl-lite-lab " + " ".join(argv[1:] or ["--help"]) + "` (docs/lab.md)")
     if not argv or argv[0] not in COMMANDS:
         given = repr(argv[0]) if argv else "nothing"
         sys.exit(f"{USAGE}\ntrl-lite: expected a command among {list(COMMANDS)}; got {given} (see trl-lite --help)")

@@ -5,8 +5,8 @@ shipped in the package (a character model taught the answer format by SFT with a
 hundreds, see
 `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with Lite PPO, and a before/after table of
 held-out accuracy on the hard level is printed (seed 0: greedy 0.454 -> 0.806, sampled 0.502 -> 0.690, measured by
-`tests/test_main_job.py::test_demo_figures`). `--task sumk` trains one of the lab's SUM-k policies instead
-(`trl_lite/tasks/sumk.py`, `trl_lite/lab`):
+`tests/test_main_job.py::test_demo_figures`). `--task sumk` trains one of the two shipped SUM-k policies instead
+(`trl_lite/tasks/sumk.py`):
 
     trl-lite train
     trl-lite train --max_steps 20                      # the demo, for 20 steps: each flag overrides its own field
@@ -96,7 +96,7 @@ class ScriptArguments:
     task: str = field(
         default="arithmetic",
         metadata={"help": "Built-in task when dataset_name is unset: 'arithmetic' (3-digit additions with the "
-                          "embedded character policy) or 'sumk' (SUM-k with a lab policy, see sumk_policy).",
+                          "embedded character policy) or 'sumk' (SUM-k with a shipped policy, see sumk_policy).",
                   "choices": ["sumk", "arithmetic"]},
     )
     sumk_policy: str = field(

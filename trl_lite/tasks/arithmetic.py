@@ -94,12 +94,10 @@ def pass_rate(model, tokenizer, dataset: Dataset, *, greedy: bool = True, max_ne
 
 # The small policies shipped with the package, both built by `scripts/build_embedded_policy.py` (fixed seed, TRL's
 # SFTTrainer): "label-noise" had 35% of its SFT answers off by 1 or 10 (greedy mostly right, samples often wrong; the
-# tests', the ablations' and the lab's ADD policy), "carry-habit" dropped the carry into the hundreds in 70% of the SFT
-# answers that have one (greedy wrong on those problems: the main job's demo, where RL lifts greedy and sampled).
-# "carry-habit-small" is "carry-habit"'s data and steps in a 2-layer, 96-wide Llama (0.24M parameters against 0.86M):
-# the lab's second policy size (clip-higher's scaling with model size).
-EMBEDDED_POLICIES = {"label-noise": "assets/arith_policy", "carry-habit": "assets/arith_carry",
-                     "carry-habit-small": "assets/arith_carry_small", "carry-habit-tiny": "assets/arith_carry_tiny"}
+# tests' and the ablations' policy), "carry-habit" dropped the carry into the hundreds in 70% of the SFT answers that
+# have one (greedy wrong on those problems: the main job's demo, where RL lifts greedy and sampled, and the lab's ADD
+# policy). The lab's smaller ADD policies live with the lab (`lab/trl_lite_lab/policies/`).
+EMBEDDED_POLICIES = {"label-noise": "assets/arith_policy", "carry-habit": "assets/arith_carry"}
 
 
 def embedded_policy_path(kind: str = "label-noise") -> str:

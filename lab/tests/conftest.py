@@ -1,0 +1,22 @@
+"""The lab's tests. Most of them read synthetic results (the report reads, never trains) and would otherwise compute
+the real fingerprint of every arm they touch (`trl_lite_lab.fingerprint`: a few float64 training steps per arm, about
+100 s for all 27): they get a stand-in, `{"arm": name}` and `{"evaluation": "task/policy"}`, which records and
+compares like the real one. The real fingerprint is what `tests/test_lab_claims.py` (the committed results against
+today's trl-lite) and `tests/test_lab_fingerprint.py` (a comment keeps them, an advantage change does not) compute;
+mark a test `real_fingerprints` to get it."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def stand_in_fingerprints(request, monkeypatch):
+    from trl_lite_lab import fingerprint
+
+    fingerprint.current_arm.cache_clear()
+    fingerprint.current_evaluation.cache_clear()
+    if request.node.get_closest_marker("real_fingerprints") is None:
+        monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: {"arm": arm.name})
+        monkeypatch.setattr(fingerprint, "evaluation_fingerprint", lambda task, policy: {"evaluation": f"{task}/{policy}"})
+    yield
+    fingerprint.current_arm.cache_clear()
+    fingerprint.current_evaluation.cache_clear()

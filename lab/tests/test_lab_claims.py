@@ -1,0 +1,159 @@
+"""Every figure the README, `docs/lab.md` and `lab/results/` state about the lab comes from a committed file.
+
+- The README's lab table is `trl_lite_lab.report.readme_table(lab/results/summary.json)`, verbatim.
+- `lab/results/preregistration.md` is `trl-lite-lab list --markdown`, generated from the definitions (never typed), and
+  `docs/lab.md` renders the same table through a hook.
+- Every other decimal number or percentage in those pages (outside code) is a value held by `lab/results/summary.json`,
+  `lab/results/audit.json`, a pilot in `lab/results/pilots/`, `lab/results/builds.json` (policy builds tried), or the
+  definitions (a gate's threshold, a margin, a
+  setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
+"""
+
+import glob
+import json
+import math
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the clone
+LAB = os.path.join(ROOT, "lab", "results")
+PAGES = [os.path.join(ROOT, "docs", "lab.md"), os.path.join(LAB, "README.md")]
+README_START, README_END = "<!-- lab-table -->", "<!-- /lab-table -->"
+
+
+def _numbers(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        if math.isfinite(value):
+            yield float(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _numbers(v)
+
+
+def committed_numbers() -> list[float]:
+    """Every number in the lab's committed JSON files, and in the definitions (thresholds, margins, settings)."""
+    from trl_lite_lab import design
+    from trl_lite_lab.experiments import EXPERIMENTS
+
+    values = []
+    for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"), os.path.join(LAB, "builds.json"),
+                 *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True)]:
+        with open(path, encoding="utf-8") as f:
+            values += list(_numbers(json.load(f)))
+    for name in EXPERIMENTS.names():
+        e = EXPERIMENTS[name]
+        values += [g.threshold for g in e.gates] + [p.margin for p in e.primaries if p.margin]
+        values += [v for a in e.arms.values() for v in _numbers(dict(a.settings))]
+    from trl_lite_lab import stats
+
+    # the family-wise error and the power the engine uses (a "95% interval" is 1 - ALPHA, "80% power" POWER, an
+    # equivalence test's "90% interval" 1 - 2 ALPHA: TOST at level ALPHA)
+    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.MOVE, 1 - stats.ALPHA, 1 - 2 * stats.ALPHA, stats.POWER]
+    return values
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code, inline code, links' targets and HTML comments."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+
+
+CLAIM = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:%|(?![\w.]))|(?<![\w.])\d+(?:\.\d+)?%")
+
+
+def claims(text: str) -> list[str]:
+    """Decimal numbers and percentages in prose (versions such as 5.24.0 and names such as arXiv 2508.08221 are not
+    claims: the former has a second dot, the latter is in a link or code)."""
+    return CLAIM.findall(_prose(text))
+
+
+def _held(claim: str, values: list[float]) -> bool:
+    """Whether some value prints as `claim` at the claim's precision (as a percentage for `12.5%`), up to its sign
+    (prose says "fell by 0.011" of an effect of -0.011)."""
+    percent = claim.endswith("%")
+    text = claim.rstrip("%")
+    number = float(text)
+    digits = len(text.split(".")[1]) if "." in text else 0
+    for v in values:
+        printed = float(f"{(v * 100 if percent else v):.{digits}f}")
+        if printed == number or abs(printed) == abs(number):
+            return True
+    return False
+
+
+def test_claims_helper_finds_numbers_and_matches_at_the_printed_precision():
+    # prose numbers, not code, versions or links
+    text = "accuracy 0.454 -> 0.802, 12.5% cut; `lr 3e-4 0.123` transformers 5.24.0 [x](a/0.999.md)"
+    assert claims(text) == ["0.454", "0.802", "12.5%"]
+    # 0.1249 prints as 0.125 at 3 decimals and 12.5% at 1; 0.1249 does not print as 0.124
+    assert _held("0.125", [0.1249]) and _held("12.5%", [0.1249]) and not _held("0.124", [0.1249])
+    assert _held("-0.011", [-0.0112]) and _held("+0.013", [0.0131])
+
+
+def test_every_lab_figure_comes_from_a_committed_file():
+    values = committed_numbers()
+    missing = {}
+    for path in PAGES + [os.path.join(ROOT, "README.md")]:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if path == os.path.join(ROOT, "README.md"):  # the project README: its lab section only
+            text = text[text.index("## The lab"):]
+            text = text[: text.index("\n## ", 1)]
+        bad = [c for c in claims(text) if not _held(c, values)]
+        if bad:
+            missing[os.path.relpath(path, ROOT)] = bad
+    assert not missing, f"figures not held by lab/results/*.json or the definitions: {missing}"
+
+
+def test_readme_lab_table_is_generated_from_summary_json():
+    from trl_lite_lab.report import readme_table
+
+    with open(os.path.join(LAB, "summary.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    table = readme[readme.index(README_START) + len(README_START): readme.index(README_END)].strip()
+    assert table == readme_table(summary).strip()
+
+
+def test_preregistration_table_is_generated_from_the_definitions():
+    from trl_lite_lab.report import preregistration
+
+    with open(os.path.join(LAB, "preregistration.md"), encoding="utf-8") as f:
+        committed = f.read()
+    assert committed == preregistration(), "regenerate: trl-lite-lab list --markdown > lab/results/preregistration.md"
+    with open(os.path.join(ROOT, "docs", "lab.md"), encoding="utf-8") as f:
+        assert "<!-- lab-preregistration -->" in f.read()  # rendered by docs/hooks/lab_preregistration.py
+
+
+def test_summary_json_is_the_current_definitions(monkeypatch):
+    """The committed summary was made under the definitions the lab holds now (a redesign without a new lab fails
+    here), and every registered experiment's pilot is committed, with the fingerprints of its arms as the summary
+    records them. (That trl-lite still computes those fingerprints: `tests/test_lab_fingerprint.py`; here the
+    stand-in fingerprints of `conftest.py` are replaced by the summary's own.)"""
+    from trl_lite_lab import fingerprint
+    from trl_lite_lab.experiments import EXPERIMENTS, engine_sha256, experiment_named, experiment_sha256
+    from trl_lite_lab.pilot import registration
+
+    with open(os.path.join(LAB, "summary.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: summary["fingerprints"]["arms"][arm.name])
+    monkeypatch.setattr(fingerprint, "evaluation_fingerprint",
+                        lambda task, policy: summary["fingerprints"]["evaluations"][f"{task}/{policy}"])
+    assert summary["engine_sha256"] == engine_sha256()
+    assert len(summary["takeaways"]) == len(EXPERIMENTS.names())
+    for entry in summary["takeaways"]:
+        experiment = experiment_named(entry["id"])
+        assert entry["experiment_sha256"] == experiment_sha256(experiment), entry["id"]
+        record = registration(experiment, os.path.join(LAB, "pilots"))
+        assert record is not None, f"{entry['id']}: no committed pilot under the current definitions"
+        assert entry["registered"] == record["passed"]

@@ -1,0 +1,441 @@
+"""The lab's design pieces (lab/trl_lite_lab/design.py, designs/, pilot.py, provenance.py, verdicts.py): the recheck
+reading of SUM-k completions, T5's matched comparison, movement and power gates, the pilot's margin and registration,
+the per-experiment hashes over the import closure, and the reasons an experiment is untestable. Hand-made inputs,
+the arithmetic in comments; nothing here trains."""
+
+import hashlib
+import json
+import math
+import os
+import random
+import re
+
+import pytest
+
+from trl_lite_lab import provenance
+from trl_lite_lab.design import (
+    AUDIT_MARGIN,
+    MOVE,
+    PILOT_MARGIN,
+    PILOT_SEED,
+    Gate,
+    moved,
+    movement_gates,
+    power_ratio,
+)
+from trl_lite_lab.experiments import (
+    EXPERIMENTS,
+    engine_sha256,
+    experiment_sha256,
+    family_size,
+)
+from trl_lite_lab.stats import mde
+from trl_lite_lab.sumk import recheck_outcome, write_completion
+
+PROBLEM = "a7+b8+c3+d9"  # 7 + 8 = 15 (carries), + 3 = 18 (no carry), + 9 = 27 (carries)
+
+
+################
+# SUM-k: how a scratchpad handled its dropped carries
+################
+def test_recheck_outcome_by_hand():
+    # b8 written 5 (15 - 10: the carry dropped), then `chk` and b8 written right (15): fixed; c3, d9 right
+    assert recheck_outcome("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) == "fixed"
+    # b8 dropped and left alone: 5 + 3 = 8 (no carry, right), 8 + 9 = 17 (a carry, written right): kept
+    assert recheck_outcome("chkb8=5;thenc3=8;thend9=17;so\\boxed{17}", PROBLEM) == "kept"
+    # no step dropped a carry: None
+    assert recheck_outcome("chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) is None
+    assert recheck_outcome("\\boxed{27}", PROBLEM) is None
+    # a right step written again (`chk` after a right step) is skipped, not read as a step on top of 15
+    assert recheck_outcome("chkb8=15;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) is None
+    # ... and the steps after it are read from the right total: d9 written 17 = 27 - 10 is a drop, then fixed
+    assert recheck_outcome("chkb8=15;chkb8=15;thenc3=18;thend9=17;chkd9=27;so\\boxed{27}", PROBLEM) == "fixed"
+    # two drops, only the first fixed: kept (every drop must be fixed)
+    assert recheck_outcome("chkb8=5;chkb8=15;thenc3=18;thend9=17;so\\boxed{17}", PROBLEM) == "kept"
+    # a recheck that writes the step wrong again (14, not 15) does not fix it
+    assert recheck_outcome("chkb8=5;chkb8=14;thenc3=17;so\\boxed{17}", "a7+b8+c3") == "kept"
+    # a prompt without a first operand: nothing to read
+    assert recheck_outcome("chkb8=5;chkb8=15;so\\boxed{15}", "7+8") is None
+
+
+def test_the_recheck_style_writes_what_recheck_outcome_reads():
+    # carry_error 1, recheck 0: every carry dropped and left alone. 7+8 -> 5; 5+3 = 8; 8+9 = 17 carries -> 7
+    text, ends = write_completion([7, 8, 3, 9], "recheck", random.Random(0), carry_error=1.0, recheck=0.0)
+    assert ends and text == "chkb8=5;thenc3=8;thend9=7;so\\boxed{7}"
+    assert recheck_outcome(text, PROBLEM) == "kept"
+    # recheck 1: every dropped carry followed by `chk` and the step written right (c3, a right step, is written again
+    # with probability 1/4: removed before comparing)
+    text, _ = write_completion([7, 8, 3, 9], "recheck", random.Random(0), carry_error=1.0, recheck=1.0)
+    assert text.replace("chkc3=18;", "") == "chkb8=5;chkb8=15;thenc3=18;thend9=17;chkd9=27;so\\boxed{27}"
+    assert recheck_outcome(text, PROBLEM) == "fixed"
+    # over random problems: no drop (None) or every drop fixed <=> the boxed answer is the sum; a kept drop leaves it
+    # 10 short per kept drop
+    rng, seen = random.Random(1), set()
+    for _ in range(300):
+        nums = [rng.randint(1, 9) for _ in range(rng.randint(2, 6))]
+        text, _ = write_completion(nums, "recheck", rng, carry_error=0.5, recheck=0.5)
+        outcome = recheck_outcome(text, "+".join(f"{t}{n}" for t, n in zip("abcdef", nums)))
+        answer = int(re.search(r"\\boxed\{(\d+)\}", text).group(1))
+        assert (outcome in (None, "fixed")) == (answer == sum(nums)), (nums, text, outcome)
+        seen.add(outcome)
+    assert seen == {None, "fixed", "kept"}
+
+
+def test_recheck_measures_by_hand():
+    from trl_lite_lab.runner import recheck_measures
+    from trl_lite_lab.sumk import sumk_tokenizer
+
+    tokenizer = sumk_tokenizer()
+
+    def sample(text, ended=True):
+        return tokenizer(text, add_special_tokens=False)["input_ids"], ended
+
+    group = [sample("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}"),  # fixed, right
+             sample("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", ended=False),  # fixed, cut: wrong
+             sample("chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"),  # kept, wrong
+             sample("\\boxed{27}")]  # no drop: left out
+    out = recheck_measures([group], ["27"], [PROBLEM], tokenizer)
+    # 2 fixed of 3 that dropped a carry; accuracy after a fix (1 + 0) / 2 = 0.5, after a kept drop 0 / 1 -> 0.5
+    assert out["recheck_rate"] == pytest.approx(2 / 3) and out["recheck_link"] == pytest.approx(0.5)
+
+
+################
+# T5: connectives against other tokens of matched old probability
+################
+def test_matched_excess_by_hand():
+    from trl_lite_lab.designs.connectives import matched_excess
+
+    strata = {
+        # bin 0.0-0.2: connectives 6 / 30 = 0.2 clipped, other tokens 20 / 200 = 0.1 -> +0.1
+        "connective/0.0-0.2/eligible": 30.0, "connective/0.0-0.2/clipped": 6.0,
+        "other/0.0-0.2/eligible": 200.0, "other/0.0-0.2/clipped": 20.0,
+        # bin 0.2-0.4: connectives 1 / 10 = 0.1, other tokens 15 / 100 = 0.15 -> -0.05
+        "connective/0.2-0.4/eligible": 10.0, "connective/0.2-0.4/clipped": 1.0,
+        "other/0.2-0.4/eligible": 100.0, "other/0.2-0.4/clipped": 15.0,
+    }
+    runs = {"recheck 0.2": {"train": {"strata": strata}}}
+    # weights: the connectives' eligible counts 30 and 10 of 40 -> 0.75 * 0.1 + 0.25 * (-0.05) = 0.075 - 0.0125
+    assert matched_excess(runs) == pytest.approx(0.0625)
+    # (unmatched, the rates would be 7 / 40 - 35 / 300 = 0.175 - 0.1167 = 0.0583: the matching is what is tested)
+    assert EXPERIMENTS["5"].primaries[0].effect is matched_excess
+    # a bin without eligible connectives weighs nothing
+    runs["recheck 0.2"]["train"]["strata"] = {**strata, "other/0.4-0.6/eligible": 50.0, "other/0.4-0.6/clipped": 50.0}
+    assert matched_excess(runs) == pytest.approx(0.0625)
+    # no eligible connective at all: undefined
+    runs["recheck 0.2"]["train"]["strata"] = {"other/0.0-0.2/eligible": 10.0, "other/0.0-0.2/clipped": 1.0}
+    assert math.isnan(matched_excess(runs))
+
+
+################
+# Gates: movement, the pilot's margin, power
+################
+def _runs(values: dict[str, list[float]], key="acc") -> dict:
+    """{seed: {label: {"eval": {key: value}}}} over pilot seeds, from {label: [value per seed]}."""
+    seeds = len(next(iter(values.values())))
+    return {PILOT_SEED + i: {label: {"eval": {key: v[i]}} for label, v in values.items()} for i in range(seeds)}
+
+
+def test_moved_and_the_movement_gates():
+    # T7 "off": acc@tight 0.50, 0.56, 0.53 over 3 seeds -> mean 1.59 / 3 = 0.53; initial 0.45 -> |0.53 - 0.45| = 0.08
+    # T7 "on": 0.40, 0.42, 0.38 -> mean 0.40 -> |0.40 - 0.45| = 0.05 (absolute: moving down counts)
+    evidence = {"runs": _runs({"off": [0.50, 0.56, 0.53], "on": [0.40, 0.42, 0.38]}, "acc@tight"),
+                "initial": {"scratch": {"acc@tight": 0.45, "acc": 0.9}}}
+    assert moved("off", "scratch", "acc@tight")(evidence) == pytest.approx(0.08)
+    assert moved("on", "scratch", "acc@tight")(evidence) == pytest.approx(0.05)
+    gates = [g for g in EXPERIMENTS["7"].gates if g.kind == "movement"]
+    assert [(g.stage, g.threshold) for g in gates] == [("runs", MOVE), ("runs", MOVE)] and MOVE == 0.02
+    assert [g.value(evidence) for g in gates] == pytest.approx([0.08, 0.05]) and all(
+        g.passes(g.value(evidence)) for g in gates)
+    # "on" at 0.46, 0.44, 0.46 -> mean 1.36 / 3 = 0.4533 -> moved 0.0033 < 0.02: the gate fails
+    evidence["runs"] = _runs({"off": [0.50, 0.56, 0.53], "on": [0.46, 0.44, 0.46]}, "acc@tight")
+    assert gates[1].value(evidence) == pytest.approx(0.01 / 3) and not gates[1].passes(gates[1].value(evidence))
+    # one gate per label asked for, with its own amount
+    (only,) = movement_gates(EXPERIMENTS["7"].arms, "acc@tight", amount=0.05, labels=("on",))
+    assert only.name.startswith("on: ") and only.threshold == 0.05 and only.kind == "movement"
+
+
+def test_every_experiment_checks_that_training_moved_each_arm():
+    # every claim is about what training does: each experiment has movement gates (runs stage), one per arm
+    for name in EXPERIMENTS.names():
+        experiment = EXPERIMENTS[name]
+        gates = [g for g in experiment.gates if g.kind == "movement"]
+        assert gates and all(g.stage == "runs" for g in gates), experiment.id
+        for label in experiment.arms:
+            assert any(g.name.startswith(f"{label}: ") for g in gates), (experiment.id, label)
+    # T8: the off arm must move at least twice the no-gain margin (2 * 0.03)
+    assert [g.threshold for g in EXPERIMENTS["8"].gates if g.kind == "movement"] == pytest.approx([0.06, MOVE])
+
+
+def test_gate_passes_with_the_pilots_margin():
+    at_least = Gate("band", lambda e: e, 0.01, stage="runs", kind="the clip band")
+    at_most = Gate("power", lambda e: e, 0.5, at_most=True, stage="pilot", kind="power")
+    assert PILOT_MARGIN == 0.25 and AUDIT_MARGIN == 0.1
+    # at least 0.01 with a margin of a quarter: 0.01 + 0.25 * 0.01 = 0.0125
+    assert at_least.passes(0.0125, PILOT_MARGIN) and not at_least.passes(0.0124, PILOT_MARGIN)
+    assert at_least.passes(0.011) and not at_least.passes(0.011, PILOT_MARGIN)  # passes, but not with the margin
+    # at most 0.5 with a margin of a quarter: 0.5 - 0.25 * 0.5 = 0.375
+    assert at_most.passes(0.375, PILOT_MARGIN) and not at_most.passes(0.376, PILOT_MARGIN)
+    assert at_most.passes(0.45) and not at_most.passes(0.45, PILOT_MARGIN)
+    # an audit gate's margin is a tenth: 0.8 pass rate -> 0.88 (not 1.0)
+    audit = Gate("pass", lambda e: e, 0.8)
+    assert audit.passes(0.881, AUDIT_MARGIN) and not audit.passes(0.879, AUDIT_MARGIN)
+    # a negative threshold: the margin is a fraction of its size, beyond it in the gate's direction
+    # -0.1 - 0.25 * 0.1 = -0.125 at most
+    assert Gate("g", lambda e: e, -0.1, at_most=True).passes(-0.125, PILOT_MARGIN)
+    assert not Gate("g", lambda e: e, -0.1, at_most=True).passes(-0.12, PILOT_MARGIN)
+    assert not at_least.passes(float("nan"), PILOT_MARGIN) and not at_most.passes(float("nan"), PILOT_MARGIN)
+
+
+def test_power_ratio_by_hand():
+    # T2's pilot: group/none 0.62, 0.60, 0.64 and group/group 0.60 on 3 pilot seeds -> effects 0.02, 0.00, 0.04:
+    # mean 0.02, sd = sqrt((0.02^2 + 0.02^2 + 0) / 2) = 0.02
+    # movement: group/none mean 0.62 - initial 0.5 = 0.12, group/group 0.60 - 0.5 = 0.10 -> mean (0.12 + 0.10) / 2 = 0.11
+    # registered seeds 8, family 14 (every designed primary test): mde(0.02, 8, 14) / 0.11
+    assert family_size() == 14  # 1 + 1 + 3 (T1-T3) + 2 + 2 (T4, clip scaling) + 1 + 1 + 1 + 2 (T5-T8)
+    evidence = {"runs": _runs({"group/none": [0.62, 0.60, 0.64], "group/group": [0.60, 0.60, 0.60]}),
+                "initial": {"carry": {"acc": 0.5}}, "registered_seeds": 8, "family": 14}
+    (power,) = [g for g in EXPERIMENTS["2"].gates if g.kind == "power"]
+    assert (power.stage, power.threshold, power.at_most) == ("pilot", 0.5, True)
+    expected = mde(0.02, 8, 14) / 0.11  # 0.03825 / 0.11 = 0.3477
+    assert power.value(evidence) == pytest.approx(expected, rel=1e-9)
+    assert power.value(evidence) == pytest.approx(0.3477, abs=1e-4) and power.passes(power.value(evidence),
+                                                                                       PILOT_MARGIN)  # <= 0.375
+    # the same with a movement given directly: mde(0.02, 8, 14) / 0.05 = 0.765 > 0.5
+    primary = EXPERIMENTS["2"].primaries[0]
+    assert power_ratio(primary, lambda e: 0.05)(evidence) == pytest.approx(mde(0.02, 8, 14) / 0.05, rel=1e-9)
+    # no movement, or one pilot seed (no spread): undefined, so the gate fails
+    assert math.isnan(power_ratio(primary, lambda e: 0.0)(evidence))
+    one = {**evidence, "runs": _runs({"group/none": [0.62], "group/group": [0.60]})}
+    value = power_ratio(primary, lambda e: 0.05)(one)
+    assert math.isnan(value) and not power.passes(value)
+
+
+################
+# Pilots: registration
+################
+def _pilot(pilots_dir, name, passed=True, sha=None, gates=()):
+    from trl_lite_lab.pilot import pilot_path
+
+    experiment = EXPERIMENTS[name]
+    record = {"id": experiment.id, "experiment_sha256": sha or experiment_sha256(experiment),
+              "margin": {"audit": AUDIT_MARGIN, "runs": PILOT_MARGIN, "pilot": PILOT_MARGIN},
+              "seeds": experiment.seed_list(pilot=True), "registered_seeds": experiment.seeds, "gates": list(gates),
+              "effects": {}, "passed": passed}
+    path = pilot_path(str(pilots_dir), experiment)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(record, f)
+    return record
+
+
+def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp_path):
+    from trl_lite_lab.pilot import registration
+    from trl_lite_lab.runner import run
+
+    pilots = tmp_path / "pilots"
+    experiment = EXPERIMENTS["2"]
+    assert experiment.seed_list(pilot=True) == [1000, 1001, 1002] and experiment.seed_list() == list(range(11))
+    assert registration(experiment, str(pilots)) is None  # no pilot
+    with pytest.raises(ValueError, match=r"experiments \['2'\] are not registered"):
+        run(["2"], str(tmp_path))
+    record = _pilot(pilots, "2")
+    assert registration(experiment, str(pilots)) == record and record["passed"]
+    # registered: the runner gets past the registration to the next check (a bad shard, so nothing trains)
+    with pytest.raises(ValueError, match="shard=2/2 is not supported"):
+        run(["2"], str(tmp_path), shard=(2, 2))
+    # but not a second, unregistered experiment named with it
+    with pytest.raises(ValueError, match=r"experiments \['1'\] are not registered"):
+        run(["2", "1"], str(tmp_path), shard=(2, 2))
+    # a pilot made under other definitions registers nothing
+    _pilot(pilots, "2", sha="0" * 64)
+    assert registration(experiment, str(pilots)) is None
+    with pytest.raises(ValueError, match=r"\['2'\] are not registered"):
+        run(["2"], str(tmp_path))
+    # a failed pilot is on record (a negative pilot) but does not register
+    _pilot(pilots, "2", passed=False)
+    assert registration(experiment, str(pilots))["passed"] is False
+    with pytest.raises(ValueError, match=r"\['2'\] are not registered"):
+        run(["2"], str(tmp_path))
+    # pilots elsewhere: `pilots_dir`
+    _pilot(tmp_path / "elsewhere", "2")
+    with pytest.raises(ValueError, match="shard=2/2 is not supported"):
+        run(["2"], str(tmp_path), shard=(2, 2), pilots_dir=str(tmp_path / "elsewhere"))
+
+
+def test_a_pilot_whose_audit_gate_fails_runs_nothing_and_is_a_negative_pilot(tmp_path):
+    from trl_lite_lab.design import policy_dir, policy_sha256
+    from trl_lite_lab.pilot import pilot, registration
+
+    # the audit is on record (T5 needs the recheck policy's recheck link): 0.2 < 0.3, so no margin is even needed
+    (tmp_path / "audit.json").write_text(json.dumps({
+        "engine_sha256": engine_sha256(), "weights/sumk/recheck": policy_sha256(policy_dir("sumk", "recheck")),
+        "sumk/recheck/acc": 0.5, "sumk/recheck/recheck_link": 0.2}))
+    record = pilot("5", str(tmp_path), progress=False)
+    assert record["passed"] is False and record["not_run"] and not (tmp_path / "runs").exists()
+    (gate,) = record["gates"]
+    assert (gate["stage"], gate["kind"], gate["value"], gate["threshold"], gate["margin"]) == (
+        "audit", "the connective's credit", 0.2, 0.3, AUDIT_MARGIN)
+    assert gate["passed"] is False and gate["passed_with_margin"] is False
+    assert registration(EXPERIMENTS["5"], str(tmp_path / "pilots")) == json.loads(
+        (tmp_path / "pilots" / "T5.json").read_text())
+    # 0.32 passes the gate but not with the audit margin (0.3 + 0.1 * 0.3 = 0.33): still a negative pilot
+    audit = json.loads((tmp_path / "audit.json").read_text())
+    (tmp_path / "audit.json").write_text(json.dumps({**audit, "sumk/recheck/recheck_link": 0.32}))
+    (gate,) = pilot("5", str(tmp_path), progress=False)["gates"]
+    assert gate["passed"] is True and gate["passed_with_margin"] is False
+
+
+################
+# Verdicts: why an experiment is untestable
+################
+def _row(name, stage, kind, value, threshold, at_most=False, passed=False):
+    return {"name": name, "stage": stage, "kind": kind, "value": value, "threshold": threshold, "at_most": at_most,
+            "passed": passed, "passed_with_margin": passed}
+
+
+def test_untestable_reason():
+    from trl_lite_lab.verdicts import untestable_reason
+
+    assert untestable_reason({"registered": False, "pilot": None}).startswith("untestable (no pilot): ")
+    pilot = {"passed": False, "gates": [_row("easy pass", "audit", "the audit", 0.95, 0.8, passed=True),
+                                        _row("off: moved", "runs", "movement", 0.01, 0.02),
+                                        _row("T2: power", "pilot", "power", 0.7, 0.5, at_most=True)]}
+    assert untestable_reason({"registered": False, "pilot": pilot}) == (
+        "untestable (negative pilot: movement, power): off: moved = 0.010 on the pilot, needs >= 0.02 with a margin; "
+        "T2: power = 0.700 on the pilot, needs <= 0.5 with a margin")
+    # registered, but a runs gate failed on the registered seeds
+    gates = [_row("easy pass", "audit", "the audit", 0.95, 0.8, passed=True),
+             _row("off: moved", "runs", "movement", 0.013, 0.02)]
+    reason = untestable_reason({"registered": True, "pilot": {"passed": True}, "gates": gates})
+    assert reason.startswith("untestable (movement)") and reason == (
+        "untestable (movement): off: moved = 0.013, needs >= 0.02")
+    # two kinds failed: both named, once each
+    gates += [_row("on: moved", "runs", "movement", 0.0, 0.02), _row("band", "runs", "the clip band", 0.001, 0.01)]
+    assert untestable_reason({"registered": True, "pilot": {}, "gates": gates}).startswith(
+        "untestable (movement, the clip band): ")
+    assert untestable_reason({"registered": True, "pilot": {}, "gates": gates[:1]}) is None
+
+
+def test_the_holm_family_is_every_registered_experiments_primary_tests():
+    from trl_lite_lab.verdicts import family_size as registered_family
+
+    records = {name: None for name in EXPERIMENTS.names()}
+    records.update({"1": {"passed": True}, "3": {"passed": True}, "2": {"passed": False}})
+    # T1 has 1 primary test, T3 3; T2's pilot failed, the others have none -> 1 + 3 = 4
+    assert registered_family(records) == 4
+    assert registered_family({name: {"passed": True} for name in EXPERIMENTS.names()}) == family_size() == 14
+
+
+################
+# The pre-registration table
+################
+def test_preregistration_has_one_row_per_experiment_naming_its_design_module():
+    from trl_lite_lab.report import preregistration
+
+    lines = preregistration().splitlines()
+    assert lines[0].startswith("| experiment | arms |") and lines[1].startswith("|---")
+    rows = lines[2:]
+    assert len(rows) == len(EXPERIMENTS.names()) == 9
+    modules = {"T1": "normalization", "T2": "normalization", "T3": "normalization", "T4": "clip",
+               "clip-scaling": "clip", "T5": "connectives", "T6": "aggregation", "T7": "overlong", "T8": "overlong"}
+    for row, name in zip(rows, EXPERIMENTS.names()):
+        experiment = EXPERIMENTS[name]
+        assert row.startswith(f"| {experiment.id}: {experiment.title} |")
+        assert f"`lab/trl_lite_lab/designs/{modules[experiment.id]}.py` `{experiment_sha256(experiment)[:12]}`" in row
+        assert f"| {experiment.seeds} ({experiment.pilot_seeds}) |" in row
+        assert all(f"`{p.name}`" in row for p in experiment.primaries)
+    assert len(preregistration(["5"]).splitlines()) == 3
+
+
+################
+# Provenance: what each result was made under
+################
+def test_engine_modules():
+    engine = set(provenance.engine_modules())
+    # the lab's own modules only: trl-lite's source is not hashed (its behaviour is fingerprinted instead)
+    assert engine == {"audit", "carry", "design", "fingerprint", "measure", "pilot", "provenance", "results", "runner",
+                      "stats", "sumk", "verdicts"}
+    assert not {"report", "cli", "experiments", ""} & engine
+    assert not [name for name in engine if name.startswith("designs")]
+    assert provenance.engine_modules() == sorted(engine)  # sorted, so the hash does not depend on a walk's order
+
+
+def test_experiment_hashes_by_hand_and_distinct():
+    hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()}
+    assert len(set(hashes.values())) == 9  # T1, T2, T3 share a design module: the id is hashed in
+    assert all(len(h) == 64 for h in hashes.values()) and len(engine_sha256()) == 64
+    # T2: sha256(engine + "\0" + sha256(name "\0" bytes "\0" of its design module) + "\0" + "T2")
+    with open(provenance.modules()["designs.normalization"], "rb") as f:
+        design = hashlib.sha256(b"designs.normalization\0" + f.read() + b"\0").hexdigest()
+    expected = hashlib.sha256(f"{engine_sha256()}\0{design}\0T2".encode()).hexdigest()
+    assert hashes["2"] == expected
+
+
+def _changed(monkeypatch, tmp_path, module: str) -> dict[str, str]:
+    """Every experiment's hash with `module`'s file replaced by a copy with one more comment line."""
+    files = dict(provenance.modules())
+    copy = tmp_path / (module.replace(".", "_") + ".py")
+    with open(files[module], "rb") as f:
+        copy.write_bytes(f.read() + b"\n# changed\n")
+    files[module] = str(copy)
+    with monkeypatch.context() as patch:
+        patch.setattr(provenance, "modules", lambda: files)
+        return {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()} | {
+            "engine": engine_sha256()}
+
+
+def _changed_names(before: dict, after: dict) -> set[str]:
+    return {name for name in before if before[name] != after[name]}
+
+
+@pytest.fixture
+def hashes():
+    return {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()} | {"engine": engine_sha256()}
+
+
+@pytest.mark.parametrize("module, names", [
+    ("designs.normalization", {"1", "2", "3"}),
+    ("designs.overlong", {"7", "8"}),
+    ("designs.aggregation", {"6"}),
+])
+def test_a_design_module_change_changes_exactly_its_experiments_hashes(monkeypatch, tmp_path, hashes, module, names):
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, module)) == names
+    assert {n for n in EXPERIMENTS.names() if EXPERIMENTS[n].design == module.replace(".", "/") + ".py"} == names
+
+
+def test_an_engine_change_changes_every_hash_and_the_report_none(monkeypatch, tmp_path, hashes):
+    everything = set(EXPERIMENTS.names()) | {"engine"}
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "stats")) == everything
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "sumk")) == everything
+    # the carry rules decide verdicts (an earlier summary's entry stands in for runs): inside the engine
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "carry")) == everything
+    # the report's formatting, the command line and the loader decide no verdict
+    for module in ("report", "cli", "experiments"):
+        assert _changed_names(hashes, _changed(monkeypatch, tmp_path, module)) == set()
+    assert _changed(monkeypatch, tmp_path, "report") == hashes  # and the patch was undone
+
+
+def test_a_design_module_change_changes_the_hashes_of_the_experiments_that_import_it(monkeypatch, tmp_path, hashes):
+    assert "designs.clip" in provenance.imports("designs.connectives")
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4", "clip-scaling", "5"}
+
+
+################
+# Import cycles in the lab
+################
+def _reaches(name: str) -> set[str]:
+    seen, todo = set(), list(provenance.imports(name))
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(provenance.imports(module))
+    return seen
+
+
+def test_no_module_of_the_lab_imports_itself():
+    assert {"runner", "pilot", "carry", "verdicts"} <= set(provenance.modules())
+    # the runner reads a pilot's registration from results.py, so it no longer reaches the pilot (which runs it)
+    assert "pilot" not in _reaches("runner") and "runner" in _reaches("pilot")
+    cyclic = sorted(name for name in provenance.modules() if name in _reaches(name))
+    assert cyclic == []

@@ -1,0 +1,504 @@
+"""The lab's plain-number helpers, apart from `measure.py` so that the experiments' definitions and the report (and
+so `trl-lite-lab list` and `--help`) load without torch.
+
+Besides [`mean`], this module is the lab's verdict engine: pure functions from per-seed paired effects (positive = the
+paper's direction) to a verdict. Each primary test is a two-sided one-sample t-test of the mean effect over seeds
+([`t_test`]); the tests of one lab run form a family whose p-values are Holm-adjusted ([`holm`]) so that the chance of
+any wrong directional verdict in a run is at most [`ALPHA`]; a test that is not significant is stated with the
+smallest effect it could have found ([`mde`]), so "inconclusive" says how large an effect was ruled out. [`family`]
+puts these together into the rows the report prints. [`equivalence`] (TOST) is for claims that two settings do *not*
+differ.
+
+scipy is imported on first use, not here: `experiments.py` and `report.py` import [`mean`], and `trl-lite-lab list`
+should not pay scipy.stats' second of import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import reprlib
+from dataclasses import dataclass
+
+ALPHA = 0.05  # family-wise error rate of one lab run
+POWER = 0.8  # power at which the minimum detectable effect is stated
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+
+# Short reprs in error messages: a metric that came back as a long list or a model output should not flood the log
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+
+
+def mean(values) -> float:
+    """Mean of the values that are present (None and NaN left out); NaN when none is."""
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(values) / len(values) if values else float("nan")
+
+
+class MetricError(ValueError):
+    """A metric is missing or not finite: an error, never a verdict."""
+
+
+def finite(name: str, value) -> float:
+    """
+    Checks that a metric is a finite number.
+
+    Args:
+        name (`str`):
+            What the value is (e.g. `"accuracy[seed 3]"`), used in the error message.
+        value:
+            The metric: an `int`, a `float`, or a number-like scalar (NumPy scalar, 0-d array or tensor).
+
+    Returns:
+        `float`: `float(value)`.
+
+    Raises:
+        [`MetricError`]: if `value` is `None` (the metric is missing), NaN, infinite, a string, a boolean, or anything
+            `float()` does not take.
+    """
+    # Strings are refused although float("0.5") works: a metric that arrives as text was read from the wrong place.
+    # Booleans are refused although they are ints: a True/False where a number belongs is a bug upstream.
+    dtype_kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if value is None:
+        raise MetricError(f"{name} is missing (None); expected a finite number (int or float)")
+    if isinstance(value, (bool, str, bytes, bytearray)) or dtype_kind == "b":
+        raise MetricError(f"{name} must be a finite number (int or float); got {_repr.repr(value)} "
+                          f"({type(value).__name__})")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise MetricError(f"{name} must be a finite number (int or float); got {_repr.repr(value)} "
+                          f"({type(value).__name__})") from error
+    if not math.isfinite(number):
+        raise MetricError(f"{name} must be a finite number (int or float); got {number!r}")
+    return number
+
+
+def _probability(name: str, value) -> float:
+    number = finite(name, value)
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1]; got {number!r}")
+    return number
+
+
+def _level(name: str, value) -> float:
+    number = finite(name, value)
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), exclusive; got {number!r}")
+    return number
+
+
+def _count(name: str, value, least: int) -> int:
+    # bool is an int, but `n=True` is a bug, not one seed
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}; got {value!r}")
+    return value
+
+
+def _summary(name: str, per_seed) -> tuple[tuple[float, ...], float, float]:
+    """The checked values, their mean and their standard deviation (ddof=1), exactly 0.0 when all values are equal."""
+    values = tuple(finite(f"{name}[seed {i}]", v) for i, v in enumerate(per_seed))
+    if len(values) < 2:
+        raise ValueError(f"{name}: a t-test needs at least 2 seeds (its standard deviation is undefined with fewer); "
+                         f"got {len(values)}: {list(values)}")
+    if all(v == values[0] for v in values):
+        # Exact, not computed: fsum(values) / n can be off by one ulp (three 0.1s), which would leave a sd of 1e-17 and
+        # a t statistic of 1e16 instead of the defined constant-effect case.
+        return values, values[0], 0.0
+    center = math.fsum(values) / len(values)
+    sd = math.sqrt(math.fsum((v - center) ** 2 for v in values) / (len(values) - 1))
+    return values, center, sd
+
+
+@dataclass(frozen=True)
+class Test:
+    """
+    One primary test on per-seed paired effects (positive = the paper's direction).
+
+    Args:
+        name (`str`):
+            The test's name, unique within its family.
+        per_seed (`tuple[float, ...]`):
+            The paired effect of each seed (treatment minus control on the same seed).
+        mean (`float`):
+            Mean of `per_seed`.
+        interval (`tuple[float, float]`):
+            95% two-sided t-interval of the mean, not adjusted for multiplicity.
+        p_value (`float`):
+            Two-sided one-sample t-test of mean == 0, raw (before Holm).
+        sd (`float`):
+            Per-seed standard deviation (ddof=1).
+    """
+
+    name: str
+    per_seed: tuple[float, ...]
+    mean: float
+    interval: tuple[float, float]
+    p_value: float
+    sd: float
+
+
+def t_test(name: str, per_seed: list[float]) -> Test:
+    """
+    Two-sided one-sample t-test of mean == 0 on per-seed paired effects.
+
+    Args:
+        name (`str`):
+            The test's name; also names the offending seed in errors (`f"{name}[seed {i}]"`).
+        per_seed (`list[float]`):
+            The paired effect of each seed, at least 2.
+
+    Returns:
+        [`Test`]: the mean, its 95% t-interval, the raw p-value and the standard deviation. When all seeds agree
+        (sd == 0) the t statistic is undefined and there is no spread to test against: p-value 1.0 (inconclusive,
+        whatever the mean: a constant effect is a measure that cannot vary, not evidence) and interval (mean, mean).
+
+    Raises:
+        [`MetricError`]: if a value is missing or not finite.
+        `ValueError`: if there are fewer than 2 seeds.
+    """
+    from scipy import stats
+
+    values, center, sd = _summary(name, per_seed)
+    if sd == 0.0:
+        return Test(name, values, center, (center, center), 1.0, 0.0)
+    n = len(values)
+    se = sd / math.sqrt(n)
+    half = float(stats.t.ppf(1.0 - ALPHA / 2.0, n - 1)) * se
+    p_value = min(1.0, float(2.0 * stats.t.sf(abs(center) / se, n - 1)))
+    return Test(name, values, center, (center - half, center + half), p_value, sd)
+
+
+def holm(p_values: dict[str, float]) -> dict[str, float]:
+    """
+    Holm-Bonferroni adjusted p-values.
+
+    The i-th smallest of m p-values is multiplied by (m - i + 1), then made non-decreasing along the sorted order
+    (step-down: a hypothesis is rejected only if every smaller one is) and capped at 1. Rejecting where the adjusted
+    p-value is below alpha keeps the family-wise error rate at alpha, whatever the dependence between the tests.
+
+    Args:
+        p_values (`dict[str, float]`):
+            Raw p-values by test name.
+
+    Returns:
+        `dict[str, float]`: the adjusted p-values, with the same keys in the same order.
+
+    Raises:
+        `ValueError`: if a p-value is not a probability ([`MetricError`] if it is missing or not finite).
+    """
+    checked = {name: _probability(f"p_values[{name!r}]", p) for name, p in p_values.items()}
+    order = sorted(checked, key=checked.__getitem__)  # stable: tied p-values keep their input order
+    count = len(order)
+    adjusted, running = {}, 0.0
+    for i, name in enumerate(order):
+        running = max(running, min(1.0, (count - i) * checked[name]))
+        adjusted[name] = running
+    return {name: adjusted[name] for name in checked}
+
+
+@functools.lru_cache(maxsize=256)
+def _noncentrality(df: int, level: float, power: float) -> float:
+    """The noncentrality at which a two-sided t-test with `df` degrees of freedom at `level` has `power`."""
+    from scipy import optimize, stats
+
+    critical = float(stats.t.ppf(1.0 - level / 2.0, df))
+
+    def shortfall(nc: float) -> float:
+        # Both tails: a two-sided test also "detects" an effect when T lands far on the wrong side; small, but it is
+        # what P(|T| > t_crit) means
+        wrong_side = float(stats.nct.cdf(-critical, df, nc))
+        if math.isnan(wrong_side):
+            # scipy's nct.cdf returns NaN far in the left tail (seen from nc ~ 5.5 on); there the true value is below
+            # P(T < 0) = Phi(-nc) < 1e-7, nothing next to a power of 0.8
+            wrong_side = 0.0
+        return float(stats.nct.sf(critical, df, nc)) + wrong_side - power
+
+    # shortfall(0) = level - power < 0 (checked by the caller); power grows with nc, so double until it is reached
+    high = critical + 1.0
+    while shortfall(high) < 0.0:
+        high *= 2.0
+    return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-12, rtol=1e-12))
+
+
+def mde(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
+    """
+    Minimum detectable effect of a two-sided one-sample t-test.
+
+    The smallest true mean effect that a two-sided one-sample t-test on `n` seeds detects with probability `power` at
+    level `alpha / m`: the strictest Holm step, so the statement holds whatever the family's other tests do. Solved
+    exactly with the noncentral t distribution: delta such that P(|T| > t_crit) = power, with
+    T ~ nct(df=n-1, nc=delta * sqrt(n) / sd).
+
+    Args:
+        sd (`float`):
+            Per-seed standard deviation of the effect (the test's own, or a planning guess).
+        n (`int`):
+            Number of seeds, at least 2.
+        m (`int`, *optional*, defaults to `1`):
+            Number of tests in the Holm family.
+        alpha (`float`, *optional*, defaults to `ALPHA`):
+            Family-wise error rate.
+        power (`float`, *optional*, defaults to `POWER`):
+            Probability of detecting the effect; must exceed `alpha / m` (the rate at which a null effect is
+            "detected").
+
+    Returns:
+        `float`: the effect, in the effect's units; 0.0 when `sd` is 0 (any nonzero effect is detected).
+    """
+    sd = finite("sd", sd)
+    if sd < 0.0:
+        raise ValueError(f"sd must be >= 0; got {sd!r}")
+    n = _count("n", n, 2)
+    m = _count("m", m, 1)
+    alpha = _level("alpha", alpha)
+    power = _level("power", power)
+    if power <= alpha / m:
+        raise ValueError(f"power must exceed the test's level alpha / m = {alpha / m!r} (a null effect is detected "
+                         f"that often); got {power!r}")
+    if sd == 0.0:
+        return 0.0
+    # nc = delta * sqrt(n) / sd, so the effect is linear in sd: solve once per (n, level, power), then scale
+    return sd * _noncentrality(n - 1, alpha / m, power) / math.sqrt(n)
+
+
+def verdict(test: Test, adjusted_p: float, alpha: float = ALPHA) -> str:
+    """
+    The verdict of one test.
+
+    Args:
+        test ([`Test`]):
+            The test; only its mean's sign is read.
+        adjusted_p (`float`):
+            Its p-value, Holm-adjusted over the family (or raw, for a raw verdict).
+        alpha (`float`, *optional*, defaults to `ALPHA`):
+            Family-wise error rate.
+
+    Returns:
+        `str`: `"reproduced"` if `adjusted_p < alpha` and the mean is positive (the paper's direction),
+        `"not reproduced"` if `adjusted_p < alpha` and the mean is negative (the opposite, established), else
+        `"inconclusive"` (an effect of either sign is not established).
+    """
+    adjusted_p = _probability("adjusted_p", adjusted_p)
+    alpha = _level("alpha", alpha)
+    if adjusted_p < alpha and test.mean > 0.0:
+        return REPRODUCED
+    if adjusted_p < alpha and test.mean < 0.0:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """
+    A TOST equivalence test: is the true mean effect within (-margin, margin)?
+
+    Args:
+        name (`str`):
+            The test's name.
+        margin (`float`):
+            The equivalence margin, > 0, in the effect's units.
+        interval90 (`tuple[float, float]`):
+            The (1 - 2 * alpha) two-sided t-interval of the mean (90% at alpha = 0.05).
+        p_value (`float`):
+            The larger of the two one-sided p-values.
+        equivalent (`bool`):
+            Whether `p_value < alpha`, i.e. `interval90` lies inside (-margin, margin).
+        per_seed (`tuple[float, ...]`):
+            The paired effect of each seed.
+        mean (`float`):
+            Mean of `per_seed`.
+    """
+
+    name: str
+    margin: float
+    interval90: tuple[float, float]
+    p_value: float
+    equivalent: bool
+    per_seed: tuple[float, ...] = ()
+    mean: float = float("nan")
+
+
+def equivalence(name: str, per_seed: list[float], margin: float, alpha: float = ALPHA) -> Equivalence:
+    """
+    TOST (two one-sided t-tests) of |true mean| < margin.
+
+    A non-significant t-test is not evidence of no effect; this is. The two one-sided tests reject mean <= -margin and
+    mean >= margin; equivalence is claimed when both do at level alpha, so its p-value is the larger of the two.
+
+    Args:
+        name (`str`):
+            The test's name; also names the offending seed in errors.
+        per_seed (`list[float]`):
+            The paired effect of each seed, at least 2.
+        margin (`float`):
+            The largest effect that counts as no effect, > 0, in the effect's units.
+        alpha (`float`, *optional*, defaults to `ALPHA`):
+            Level of each one-sided test.
+
+    Returns:
+        [`Equivalence`]. When all seeds agree (sd == 0) there is no spread to test against: p-value 1.0, not shown.
+
+    Raises:
+        [`MetricError`]: if a value or the margin is missing or not finite.
+        `ValueError`: if `margin <= 0`, or there are fewer than 2 seeds.
+    """
+    from scipy import stats
+
+    margin = finite("margin", margin)
+    if margin <= 0.0:
+        raise ValueError(f"margin must be > 0 (the largest effect that counts as none, in the effect's units); "
+                         f"got {margin!r}")
+    alpha = _level("alpha", alpha)
+    if alpha >= 0.5:
+        raise ValueError(f"alpha must be < 0.5 for an equivalence test (its interval is 1 - 2 * alpha); got {alpha!r}")
+    values, center, sd = _summary(name, per_seed)
+    if sd == 0.0:  # no spread: nothing to test against (see `t_test`)
+        return Equivalence(name, margin, (center, center), 1.0, False, values, center)
+    n = len(values)
+    se = sd / math.sqrt(n)
+    p_above = float(stats.t.sf((center + margin) / se, n - 1))  # H0: mean <= -margin
+    p_below = float(stats.t.cdf((center - margin) / se, n - 1))  # H0: mean >= +margin
+    p_value = max(p_above, p_below)
+    half = float(stats.t.ppf(1.0 - alpha, n - 1)) * se
+    return Equivalence(name, margin, (center - half, center + half), p_value, p_value < alpha, values, center)
+
+
+def equivalence_margin(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
+    """
+    The smallest margin a TOST on `n` seeds shows with probability about `power` when the true effect is 0, at level
+    `alpha / m` (the strictest Holm step): `sd / sqrt(n) * (t_{1 - alpha/m, n-1} + t_{(1 + power)/2, n-1})`. An
+    approximation (the sample sd is taken as known): the equivalence test's counterpart of `mde`.
+    """
+    from scipy import stats
+
+    sd = finite("sd", sd)
+    if sd < 0.0:
+        raise ValueError(f"sd must be >= 0; got {sd!r}")
+    n = _count("n", n, 2)
+    m = _count("m", m, 1)
+    level = _level("alpha", alpha) / m
+    power = _level("power", power)
+    return sd / math.sqrt(n) * float(stats.t.ppf(1.0 - level, n - 1) + stats.t.ppf((1.0 + power) / 2.0, n - 1))
+
+
+def combine(verdicts: list[str]) -> str:
+    """An experiment's verdict from its primary tests': reproduced when all are, not reproduced when one is (against
+    the paper), else inconclusive."""
+    if verdicts and all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if NOT_REPRODUCED in verdicts:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+def _number(value: float, signed: bool = False) -> str:
+    """3 decimals, as the report's effects (accuracies, rates) read; scientific only where that would print 0.000."""
+    text = f"{value:+.3f}" if signed else f"{value:.3f}"
+    if value != 0.0 and float(text) == 0.0:
+        text = f"{value:+.2e}" if signed else f"{value:.2e}"
+    return text
+
+
+def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int = 0) -> list[dict]:
+    """
+    The verdicts of one lab run's primary tests, Holm-adjusted together.
+
+    Args:
+        tests (`list[Test | Equivalence]`):
+            The family, with unique names. An equivalence test (where the paper claims no effect) enters the Holm
+            adjustment with its TOST p-value; its verdict is "reproduced" when equivalence is shown at the adjusted
+            level, else "inconclusive" (it has no "not reproduced": a failed TOST does not show an effect), and its
+            `mde` is None (its margin is stated instead).
+        alpha (`float`, *optional*, defaults to `ALPHA`):
+            Family-wise error rate.
+        untested (`int`, *optional*, defaults to `0`):
+            Primary tests of the family that were not tested (an untestable experiment, one left out of this report):
+            they enter the adjustment with p = 1, so the family, and each adjusted p-value, does not depend on which
+            experiments a report names or which gates passed.
+
+    Returns:
+        `list[dict]`: one dict per test, in order, with keys `"name"`, `"mean"`, `"interval"` (`[lo, hi]`, the raw 95%
+        t-interval), `"per_seed"` (list), `"p_value"` (raw), `"adjusted_p"` (Holm over this family), `"verdict"` (from
+        the adjusted p-value), `"raw_verdict"` (from the raw p-value), `"mde"` (at level `alpha / len(tests)`, from
+        the test's own sd and number of seeds) and `"reads"`: one line, e.g.
+        `"reproduced: +0.031 [+0.012, +0.050], Holm-adjusted p = 0.004"`, or for an inconclusive test
+        `"inconclusive: +0.004 [-0.011, +0.019] (95%, unadjusted), Holm-adjusted p = 1.000; an effect of 0.042 would
+        have been detected with 80% power (a power statement, not a bound on the effect)"`.
+        Numbers are printed with 3 decimals (scientific notation where that would print a nonzero value as 0.000).
+
+    Raises:
+        `ValueError`: if two tests share a name (Holm adjusts by name).
+    """
+    tests = list(tests)
+    alpha = _level("alpha", alpha)
+    names = [test.name for test in tests]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"tests must have unique names (the Holm adjustment is by name); repeated: {duplicates}")
+    untested = _count("untested", untested, 0)
+    padding = {f"\0untested {i}": 1.0 for i in range(untested)}
+    adjusted = holm({**{test.name: test.p_value for test in tests}, **padding})
+    size = len(tests) + untested
+    rows = []
+    for test in tests:
+        adjusted_p = adjusted[test.name]
+        if isinstance(test, Equivalence):
+            rows.append(_equivalence_row(test, adjusted_p, alpha, size) if len(set(test.per_seed)) > 1 else {
+                "name": test.name, "mean": test.mean, "interval": [test.mean, test.mean],
+                "per_seed": list(test.per_seed), "p_value": 1.0, "adjusted_p": adjusted_p, "verdict": INCONCLUSIVE,
+                "raw_verdict": INCONCLUSIVE, "mde": None, "margin": test.margin, "showable_margin": float("nan"),
+                "reads": f"inconclusive (no spread: every seed gave {_number(test.mean, True)}; a test needs a "
+                         "spread)"})
+            continue
+        decided = verdict(test, adjusted_p, alpha)
+        detectable = mde(test.sd, len(test.per_seed), size, alpha)
+        if test.sd == 0.0:  # every seed gave the same effect: no spread to state a power from
+            detectable = float("nan")
+            reads = (f"{decided} (no spread: every seed gave {_number(test.mean, True)}; a test needs a spread, so "
+                     f"a constant effect is not evidence and no power can be stated)")
+        elif decided == INCONCLUSIVE:
+            low, high = test.interval
+            reads = (f"inconclusive: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}] (95%, "
+                     f"unadjusted), Holm-adjusted p = {_number(adjusted_p)}; an effect of {_number(detectable)} "
+                     f"would have been detected with {POWER:.0%} power (a power statement, not a bound on the effect)")
+        else:
+            low, high = test.interval
+            reads = (f"{decided}: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}], "
+                     f"Holm-adjusted p = {_number(adjusted_p)}")
+        rows.append({
+            "name": test.name,
+            "mean": test.mean,
+            "interval": [test.interval[0], test.interval[1]],
+            "per_seed": list(test.per_seed),
+            "p_value": test.p_value,
+            "adjusted_p": adjusted_p,
+            "verdict": decided,
+            "raw_verdict": verdict(test, test.p_value, alpha),
+            "mde": detectable,
+            "reads": reads,
+        })
+    return rows
+
+
+def _equivalence_row(test: Equivalence, adjusted_p: float, alpha: float, size: int) -> dict:
+    low, high = test.interval90
+    shown = adjusted_p < alpha
+    values = list(test.per_seed)
+    center = math.fsum(values) / len(values)
+    sd = math.sqrt(math.fsum((v - center) ** 2 for v in values) / (len(values) - 1))
+    showable = equivalence_margin(sd, len(values), size, alpha)
+    interval = f"unadjusted 90% interval [{_number(low, True)}, {_number(high, True)}]"
+    reads = (f"{REPRODUCED}: within +-{_number(test.margin)} ({interval}), Holm-adjusted p = {_number(adjusted_p)}"
+             if shown else f"{INCONCLUSIVE}: could not show an effect within +-{_number(test.margin)} ({interval}, "
+                           f"Holm-adjusted p = {_number(adjusted_p)}); at this spread a margin of "
+                           f"{_number(showable)} would be shown with {POWER:.0%} power")
+    return {"name": test.name, "mean": test.mean, "interval": [low, high], "per_seed": list(test.per_seed),
+            "p_value": test.p_value, "adjusted_p": adjusted_p, "verdict": REPRODUCED if shown else INCONCLUSIVE,
+            "raw_verdict": REPRODUCED if test.p_value < alpha else INCONCLUSIVE, "mde": None, "margin": test.margin,
+            "showable_margin": showable,
+            "reads": reads}

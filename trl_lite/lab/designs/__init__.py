@@ -1,2 +1,0 @@
-"""The lab's experiments, one module per family of the paper's takeaways. Each module's file is hashed with the code
-that runs and judges its experiments (`trl_lite.lab.provenance`), apart from the other modules."""
