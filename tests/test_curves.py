@@ -126,23 +126,41 @@ def test_add_to_card_follows_trls_own_template_and_cards_without_versions(tmp_pa
 
 
 def test_a_failed_figure_costs_the_save_nothing(tmp_path, caplog):
-    # the mixin draws after the card is written: a figure that cannot be drawn is logged, never raised
-    class Parent:
-        def create_model_card(self, **kwargs):
-            (tmp_path / "README.md").write_text("# m\n")
+    # the card's mixin draws after the card is written: a figure that cannot be drawn is logged, never raised
+    from trl_lite.hub import ModelCardMixin
 
-    class Trainer(curves.CurvesCardMixin, Parent):
-        args = type("Args", (), {"output_dir": str(tmp_path)})()
+    (tmp_path / "README.md").write_text("# m\n")
+
+    class Trainer(ModelCardMixin):
         state = type("State", (), {"log_history": LOG})()
         curves_points = {"greedy": [(0, "not a number", "extra")]}  # unpacks badly: a ValueError
 
-        def is_world_process_zero(self):
-            return True
-
-    with caplog.at_level("WARNING", logger="trl_lite.curves"):
-        Trainer().create_model_card()
+    with caplog.at_level("WARNING", logger="trl_lite.hub"):
+        Trainer()._add_curves(str(tmp_path))
     assert "no training curves" in caplog.text and "ValueError" in caplog.text
     assert (tmp_path / "README.md").read_text() == "# m\n"
+
+
+def test_every_lite_ppo_trainer_card_embeds_its_curves(tmp_path, tiny_model_dir):
+    # LitePPOTrainer(...) as a notebook builds it, trained, then save_model(): the card embeds the curves figure it
+    # sits beside, and so does a checkpoint's; the figure shows the run's own log
+    from tests.tiny import train_run
+    from trl_lite import LitePPOConfig, LitePPOTrainer
+
+    trainer = train_run(LitePPOTrainer, LitePPOConfig, tiny_model_dir, tmp_path, max_steps=2, logging_steps=1,
+                        save_strategy="steps", save_steps=1)
+    trainer.save_model()
+    for folder in (tmp_path, tmp_path / "checkpoint-1"):
+        card = (folder / "README.md").read_text()
+        assert "## Training curves" in card and "](training_curves.png)" in card, folder
+        with Image.open(folder / curves.FIGURE) as image:
+            shown = json.loads(image.text["Description"])
+        reward = next(r for r in shown if r["panel"] == "reward")
+        rewards = [row["reward"] for row in trainer.state.log_history if "reward" in row]
+        assert reward["first"] == rewards[0] and reward["first_step"] == 1
+        # the checkpoint's figure has the log up to its step; the final one, both steps
+        assert reward["last_step"] == (1 if folder.name == "checkpoint-1" else 2)
+        assert reward["last"] == rewards[reward["last_step"] - 1]
 
 
 def _card_rows(card: str) -> list[tuple[str, str, float, int, float, int]]:

@@ -5,6 +5,7 @@ and ZeRO-3 with two processes, the model card, the offline push, and the embedde
 import glob
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -404,6 +405,48 @@ def test_demo_checkpoints_keeps_the_last_and_resumes(tmp_path):
     assert json.loads((tmp_path / "trainer_state.json").read_text())["global_step"] == 4
 
 
+NOISE = re.compile(r"Warning|warnings\.warn|Traceback|\[WARNING\]|\[rank\d+\]:|Error")
+
+
+def _noise(stderr: str) -> list[str]:
+    """The lines of a run's stderr that a user would have to learn to ignore: warnings, tracebacks, errors (progress
+    bars are not)."""
+    return [line for line in stderr.splitlines() if NOISE.search(line)]
+
+
+@pytest.mark.slow
+def test_the_main_job_prints_no_warning(tmp_path):
+    # `trl-lite train` as a newcomer runs it first (2 steps here): stdout holds the table, stderr only progress bars.
+    # TRL's calls into transformers' deprecated gradient_checkpointing names (transformers 5.24: four FutureWarnings)
+    # are quieted by the trainer (trl_lite/trl_contract.py: UPSTREAM_DEPRECATIONS); nothing else is
+    result = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train", "--max_steps", "2", "--eval_problems", "20",
+                             "--output_dir", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "held-out accuracy on 20" in result.stdout
+    assert _noise(result.stderr) == [], result.stderr[-3000:]
+
+
+def test_only_the_upstream_deprecations_are_quieted():
+    import warnings
+
+    from trl_lite.trl_contract import quiet_upstream_deprecations
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet_upstream_deprecations():
+            warnings.warn("`gradient_checkpointing_enable` is deprecated and will be removed in v6. Use "
+                          "`activation_checkpointing_enable` instead.", FutureWarning)
+            warnings.warn("`is_gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning)
+            warnings.warn("`gradient_checkpointing_enable` is deprecated and will be removed in v6.", UserWarning)
+            warnings.warn("something else is deprecated", FutureWarning)
+        warnings.warn("`gradient_checkpointing_enable` is deprecated and will be removed in v6.", FutureWarning)
+    # the two FutureWarnings it names are quieted inside, and only those; outside, nothing is
+    assert [(w.category, str(w.message)[:40]) for w in seen] == [
+        (UserWarning, "`gradient_checkpointing_enable` is depre"), (FutureWarning, "something else is deprecated"),
+        (FutureWarning, "`gradient_checkpointing_enable` is depre")]
+
+
 @pytest.mark.slow
 def test_trl_lite_train_launches_two_processes_through_accelerate(tmp_path):
     # `trl-lite train --accelerate_config multi_gpu --num_processes 2`: a shipped config, 2 CPU processes (gloo)
@@ -415,6 +458,7 @@ def test_trl_lite_train_launches_two_processes_through_accelerate(tmp_path):
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.count("held-out accuracy on 20") == 1  # printed by the main process only
+    assert _noise(result.stderr) == [], result.stderr[-3000:]
     # 2 processes x 32 completions: the card's global batch says both processes trained
     assert "| global batch (completions per optimizer step) | 64 |" in _card(out)
 

@@ -149,6 +149,13 @@ def test_notebook_runs_from_a_clean_kernel_and_draws_what_it_trained(executed):
         assert (drawn[kind]["first"], drawn[kind]["last"]) == (accuracy["before"][index], accuracy["after"][index])
         assert (drawn[kind]["first_step"], drawn[kind]["last_step"]) == (0, 200)
 
+    # the saved model's card: LitePPOTrainer put the curves beside it and into it, the same rows as the figure above
+    card_cell = _cell(executed, "lite.save_model()")
+    listed = _stdout(card_cell)
+    assert "'README.md'" in listed and "'training_curves.png'" in listed and "'model.safetensors'" in listed
+    section = _markdown(card_cell)
+    assert section.startswith("## Training curves") and _curves_table(section) == rows
+
     # the overlay: both runs on every line of every panel, one color each (the runs' legend adds 0.4 in)
     image, drawn = _drawn(overlay_cell)
     assert image.size == (840, 1320), image.size

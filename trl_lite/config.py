@@ -356,6 +356,10 @@ class LitePPOConfig(GRPOConfig):
             logger.warning_once("bf16 is unset and no accelerator with bf16 support was found: training in float32 "
                                 "(bf16=False). Set bf16=True to override.")
             self.bf16 = False
+        # transformers >= 5.24 renamed `gradient_checkpointing` to `activation_checkpointing` and warns when only the old
+        # name is set, as GRPOConfig's default (True) is: the new name takes the value, so the user sees no warning
+        if getattr(self, "activation_checkpointing", False) is None and self.gradient_checkpointing is not None:
+            self.activation_checkpointing = self.gradient_checkpointing
 
         super().__post_init__()
 

@@ -3,8 +3,8 @@
 The paper argues with curves: reward, accuracy, the tokens clipped at each bound, repetition, how concentrated the
 rewards are. A run of [`LitePPOTrainer`] logs the same diagnostics (docs/diagnostics.md). [`series`] reads them from a
 log history, [`plot`] draws one run or several over each other (the notebook's comparison of two settings), [`save`]
-writes the PNG with what it shows in its metadata, and [`CurvesCardMixin`] leaves the figure next to every model and
-checkpoint that `trl-lite train` saves, embedded in the model card.
+writes the PNG with what it shows in its metadata, and [`add_to_card`] puts the figure into a model card:
+[`LitePPOTrainer`] does so for every model and checkpoint it saves (`trl_lite.hub.ModelCardMixin`).
 
 Plain matplotlib `Figure`s (no pyplot state): safe in a training process, shown inline by Jupyter.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import math
 import numbers
 import os
@@ -21,7 +20,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-logger = logging.getLogger(__name__)
 
 FIGURE = "training_curves.png"
 CARD_HEADING = "## Training curves"
@@ -230,31 +228,3 @@ def add_to_card(output_dir: str, log_history: list[dict], points: Mapping[str, l
     with open(card, "w", encoding="utf-8") as f:
         f.write(text)
     return path if rows else None
-
-
-class CurvesCardMixin:
-    """Trainer mixin, placed before the trainer in the bases (`class T(CurvesCardMixin, LitePPOTrainer)`): every
-    model card the trainer writes (the final model's and each checkpoint's) gets `training_curves.png` beside it and a
-    "Training curves" section that embeds it. The figure is drawn once per state of the log (a checkpoint's card and
-    the output folder's share it). Drawing it never costs a save: a failure is logged and the model is saved anyway.
-
-    Set `curves_points` (`{label: [(step, value), ...]}`) to add evaluations made outside the training loop, such as
-    held-out accuracy before and after, to the held-out accuracy panel.
-    """
-
-    curves_points: dict | None = None
-    _curves_drawn: tuple | None = None  # (the state drawn: log length and points, its `draw`)
-
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None, output_dir=None):
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags, output_dir=output_dir)
-        if not self.is_world_process_zero():
-            return
-        folder = output_dir or self.args.output_dir
-        try:
-            points = dict(self.curves_points or {})
-            state = (len(self.state.log_history), repr(points))
-            if self._curves_drawn is None or self._curves_drawn[0] != state:
-                self._curves_drawn = (state, draw(self.state.log_history, points))
-            add_to_card(folder, self.state.log_history, points, drawn=self._curves_drawn[1])
-        except (OSError, ValueError, TypeError, KeyError) as err:  # the figure is optional; the save is not
-            logger.warning("trl-lite: no training curves in %s (%s: %s)", folder, type(err).__name__, err)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
+import logging
 import math
 import os
 from importlib.metadata import PackageNotFoundError, version
@@ -27,6 +28,8 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 HUB_ERRORS = _transport_errors()
 
+
+logger = logging.getLogger(__name__)
 
 class HubPushError(RuntimeError):
     """Raised when a push to the Hub fails; the model and its card are saved locally first."""
@@ -156,10 +159,18 @@ class ModelCardMixin:
 
     Set `card_datasets` (Hub ids or descriptions of the training data) and `evaluation_results` (metric -> value, e.g.
     benchmark accuracies) on the trainer to have them in the card.
+
+    Every card gets the run's training curves (`trl_lite.curves`): `training_curves.png` beside it and a "Training
+    curves" section that embeds it, drawn once per state of the log (a checkpoint's card and the output folder's share
+    it). Drawing it never costs a save: a failure is logged and the model is saved anyway. Set `curves_points`
+    (`{label: [(step, value), ...]}`) to add evaluations made outside the training loop, such as held-out accuracy
+    before and after, to the held-out accuracy panel.
     """
 
     card_datasets: list[str] = []
     evaluation_results: dict = {}
+    curves_points: dict | None = None
+    _curves_drawn: tuple | None = None  # (the state drawn: log length and points, its `curves.draw`)
     _hub_init_error: BaseException | None = None
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, output_dir=None):
@@ -197,6 +208,20 @@ class ModelCardMixin:
             epoch=self.state.epoch,
         )
         save_card(card, output_dir or self.args.output_dir)
+        self._add_curves(output_dir or self.args.output_dir)
+
+    def _add_curves(self, folder: str) -> None:
+        """The training curves into the card just saved in `folder` (`curves.add_to_card`); never raises."""
+        from . import curves
+
+        try:
+            points = dict(self.curves_points or {})
+            state = (len(self.state.log_history), repr(points))
+            if self._curves_drawn is None or self._curves_drawn[0] != state:
+                self._curves_drawn = (state, curves.draw(self.state.log_history, points))
+            curves.add_to_card(folder, self.state.log_history, points, drawn=self._curves_drawn[1])
+        except (OSError, ValueError, TypeError, KeyError) as err:  # the figure is optional; the save is not
+            logger.warning("trl-lite: no training curves in %s (%s: %s)", folder, type(err).__name__, err)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
         # The card first: with push_to_hub=True the parent pushes from inside save_model.

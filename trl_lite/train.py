@@ -63,7 +63,6 @@ from trl import ModelConfig, TrlParser, get_peft_config
 
 from .checkpoints import resolve_resume
 from .config import LitePPOConfig
-from .curves import CurvesCardMixin
 from .data import chat_prompt
 from .hub import HubPushError
 from .recipes import apply_recipe_defaults, flag_value
@@ -383,11 +382,6 @@ def load_model(model_id: str, model_args: ModelConfig):
 ################
 # Report
 ################
-class CurvesTrainer(CurvesCardMixin, LitePPOTrainer):
-    """[`LitePPOTrainer`] whose saved model and checkpoints carry `training_curves.png` (reward, held-out accuracy, the
-    run's diagnostics; `trl_lite.curves`), embedded in their model cards."""
-
-
 class QuietProgress(ProgressCallback):
     """The progress bar without the metric dictionaries it prints at each log."""
 
@@ -453,7 +447,7 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     ################
     # Training
     ################
-    trainer = CurvesTrainer(
+    trainer = LitePPOTrainer(
         model=model,
         reward_funcs=[REWARDS[name] for name in reward_names],
         args=training_args,

@@ -27,6 +27,7 @@ from .trl_contract import (
     check_trainer,
     check_trl,
     get_config_model_id,
+    quiet_upstream_deprecations,
 )
 from .truncation import stop_strings, truncated_flags
 from .vllm_cpu import engine_in_trainer_dtype, use_cpu_sync, use_vllm_problem
@@ -191,6 +192,11 @@ class LitePPOTrainer(
         adapt(self)  # what a supported older TRL release names differently (trl_lite/trl_contract.py)
         check_trainer(self)
         self._guard_reward_funcs()  # see trl_lite/reward_faults.py
+
+    def train(self, *args, **kwargs):
+        # TRL's own calls into deprecated transformers names warn at every run; the user cannot act on them
+        with quiet_upstream_deprecations():  # trl_lite/trl_contract.py: UPSTREAM_DEPRECATIONS
+            return super().train(*args, **kwargs)
 
     # ------------------------------------------------------------------ generation: record what the advantages need
     def _generate(self, prompts: list):

@@ -22,10 +22,12 @@ outside the range (it needs Triton to train).
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib
 import inspect
 import logging
 import numbers
+import warnings
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
@@ -604,3 +606,20 @@ def _display(assumption: Assumption) -> str:
 def contract_names() -> list[str]:
     """Every name the contract lists, as `owner.name` (an import as its module path)."""
     return [_display(a) for a in CONTRACT + CONFIG_FIELDS]
+
+
+# Deprecation warnings that TRL's own calls raise in the libraries beneath it: nothing a trl-lite user can act on (the
+# calls are TRL's), so a run does not print them. TRL 1.16 calls transformers' `gradient_checkpointing_enable`,
+# `gradient_checkpointing_disable` and `is_gradient_checkpointing`, which transformers 5.24 renamed `activation_*`.
+UPSTREAM_DEPRECATIONS = (
+    r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated and will be removed in v6",
+)
+
+
+@contextlib.contextmanager
+def quiet_upstream_deprecations():
+    """Within it, the `UPSTREAM_DEPRECATIONS` (FutureWarning) are not shown; every other warning is."""
+    with warnings.catch_warnings():
+        for message in UPSTREAM_DEPRECATIONS:
+            warnings.filterwarnings("ignore", message=message, category=FutureWarning)
+        yield
