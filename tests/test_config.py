@@ -188,3 +188,25 @@ def test_bf16_resolves_off_without_an_accelerator(tmp_path):
     # what the user sets is kept: bf16 on a CPU when asked for (transformers allows it with use_cpu), fp16 untouched
     assert LitePPOConfig(output_dir=str(tmp_path), bf16=True, use_cpu=True).bf16 is True
     assert LitePPOConfig(output_dir=str(tmp_path), bf16=False).bf16 is False
+
+
+def test_validation_table_names_every_field_and_what_it_accepts():
+    # one row per field trl-lite adds or constrains; each rejects a bad value naming the field, the value and what
+    # it accepts (the row's text), and the closed choice sets are Literal types, so `--help` lists them
+    import typing
+
+    from trl_lite.config import VALIDATION
+    from trl_lite.sync_check import ON_SYNC_MISMATCH
+
+    names = [row[0] for row in VALIDATION]
+    assert len(names) == len(set(names)) and all(hasattr(LitePPOConfig, n) for n in names)
+    for name, bad, expected in (("on_reward_error", "retry", "'raise' or 'skip'"),
+                                ("clipped_tokens_top_k", 0, "an int >= 1"),
+                                ("overlong_buffer_length", 99, "an int in [1, max_completion_length=8] or None"),
+                                ("diagnostics", 1, "True or False")):
+        with pytest.raises(ValueError) as err:
+            LitePPOConfig(output_dir="/tmp/unused", use_cpu=True, bf16=False, max_completion_length=8, **{name: bad})
+        assert str(err.value) == f"{name}={bad!r} is not supported; expected {expected}."
+    hints = typing.get_type_hints(LitePPOConfig)
+    assert typing.get_args(hints["on_sync_mismatch"]) == ON_SYNC_MISMATCH
+    assert typing.get_args(hints["on_reward_error"]) == ("raise", "skip")

@@ -99,8 +99,11 @@ def test_contract_lists_exactly_the_trainer_internals_used(grpo_trainer):
 
 
 def _args_fields_read() -> set:
-    """Every `args.X` and `self.args.X` read anywhere in the package, and every `self.X` in LitePPOConfig."""
-    fields = set()
+    """Every `args.X` and `self.args.X` read anywhere in the package, every `self.X` in LitePPOConfig, and every field
+    its validation table checks (`trl_lite.config.VALIDATION`, read by name)."""
+    from trl_lite.config import VALIDATION
+
+    fields = {row[0] for row in VALIDATION}
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and (

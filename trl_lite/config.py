@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from transformers.utils import logging
 from trl import GRPOConfig
@@ -27,6 +28,45 @@ def _bf16_supported(use_cpu: bool) -> bool:
 _SCALE_REWARDS_TO_STD = {"group": "group", "batch": "batch", "none": "none", True: "group", False: "none"}
 # `loss_aggregation` -> the TRL `loss_type` with the same aggregation and no other semantics, mirrored for readability
 _AGGREGATION_TO_LOSS_TYPE = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
+
+
+def _is_number(value) -> bool:
+    """An int or float, not a bool (`True` is an int to Python, and would pass as 1)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _flag(value, config) -> bool:
+    return isinstance(value, bool)
+
+
+# What each field trl-lite adds or constrains accepts: (field, accepts(value, config), what is accepted as the error
+# says it, or a function of the config giving that). `LitePPOConfig.__post_init__` checks them in this order, after
+# translating TRL's `scale_rewards` and `loss_type`; a failure is a ValueError naming the field, the value and this.
+VALIDATION = (
+    ("advantage_mean", lambda v, c: v in ADVANTAGE_MEANS, lambda c: f"one of {ADVANTAGE_MEANS.names()}"),
+    ("advantage_epsilon", lambda v, c: _is_number(v) and v >= 0, "a float >= 0"),
+    ("overlong_filter", _flag, "True or False"),
+    ("epsilon", lambda v, c: _is_number(v) and 0 < v < 1, "a float in (0, 1)"),
+    ("epsilon_high", lambda v, c: v is None or (_is_number(v) and v > 0), "a float > 0 or None"),
+    ("multi_objective_aggregation", lambda v, c: v in ("sum_then_normalize", "normalize_then_sum"),
+     "'sum_then_normalize' or 'normalize_then_sum'"),
+    ("auto_std_threshold", lambda v, c: _is_number(v) and 0 <= v <= 1, "a float in [0, 1]"),
+    ("soft_overlong_punishment", _flag, "True or False"),
+    ("dynamic_sampling", _flag, "True or False"),
+    ("diagnostics", _flag, "True or False"),
+    ("overlong_buffer_length", lambda v, c: v is None or (_is_int(v) and 0 < v <= c.max_completion_length),
+     lambda c: f"an int in [1, max_completion_length={c.max_completion_length}] or None"),
+    ("dynamic_sampling_max_rounds", lambda v, c: _is_int(v) and v >= 0, "an int >= 0"),
+    ("clipped_tokens_top_k", lambda v, c: _is_int(v) and v >= 1, "an int >= 1"),
+    ("on_reward_error", lambda v, c: v in ("raise", "skip"), "'raise' or 'skip'"),
+    ("reward_timeout", lambda v, c: v is None or (_is_number(v) and v > 0), "a number of seconds > 0, or None"),
+    ("on_sync_mismatch", lambda v, c: v in ON_SYNC_MISMATCH, f"one of {list(ON_SYNC_MISMATCH)}"),
+    ("sync_mismatch_threshold", lambda v, c: _is_number(v) and v > 0, "a number > 0 (nats per token)"),
+)
 
 
 @dataclass
@@ -218,22 +258,21 @@ class LitePPOConfig(GRPOConfig):
         default=20,
         metadata={"help": "Most clipped tokens kept per bound in the clipped-token table."},
     )
-    on_reward_error: str = field(
+    on_reward_error: Literal["raise", "skip"] = field(
         default="raise",
         metadata={"help": "A reward function's fault (raise, wrong count, non-finite, timeout): 'raise' stops the run "
                           "naming the function, step and sample; 'skip' makes the touched samples unscorable and "
-                          "counts them in rewards/<name>/errors.", "choices": ["raise", "skip"]},
+                          "counts them in rewards/<name>/errors."},
     )
     reward_timeout: float | None = field(
         default=None,
         metadata={"help": "Seconds an async reward function may take on one batch; past it the call counts as a "
                           "fault. Synchronous reward functions must enforce their own limit."},
     )
-    on_sync_mismatch: str = field(
+    on_sync_mismatch: Literal["warn", "raise", "ignore"] = field(
         default="warn",
         metadata={"help": "With vLLM, when the log-prob gap after a weight sync (sampling/sync_logp_gap) exceeds "
-                          "sync_mismatch_threshold: 'warn' once, 'raise', or 'ignore'.",
-                  "choices": list(ON_SYNC_MISMATCH)},
+                          "sync_mismatch_threshold: 'warn' once, 'raise', or 'ignore'."},
     )
     sync_mismatch_threshold: float = field(
         default=SYNC_MISMATCH_THRESHOLD,
@@ -292,57 +331,11 @@ class LitePPOConfig(GRPOConfig):
             f"one of {AGGREGATIONS.names()}).",
         )
         self.loss_type = objective or _AGGREGATION_TO_LOSS_TYPE.get(self.loss_aggregation, "dapo")
-        if self.advantage_mean not in ADVANTAGE_MEANS:
-            raise ValueError(
-                f"advantage_mean={self.advantage_mean!r} is not supported; expected one of {ADVANTAGE_MEANS.names()}."
-            )
-        if not _is_number(self.advantage_epsilon) or self.advantage_epsilon < 0:
-            raise ValueError(f"advantage_epsilon={self.advantage_epsilon!r} is not supported; expected a float >= 0.")
-        if not isinstance(self.overlong_filter, bool):
-            raise ValueError(f"overlong_filter={self.overlong_filter!r} is not supported; expected True or False.")
-        if not _is_number(self.epsilon) or not 0 < self.epsilon < 1:
-            raise ValueError(f"epsilon={self.epsilon!r} is not supported; expected a float in (0, 1).")
-        if self.epsilon_high is not None and (not _is_number(self.epsilon_high) or self.epsilon_high <= 0):
-            raise ValueError(f"epsilon_high={self.epsilon_high!r} is not supported; expected a float > 0 or None.")
-        if self.multi_objective_aggregation not in ("sum_then_normalize", "normalize_then_sum"):
-            raise ValueError(
-                f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported; expected "
-                "'sum_then_normalize' or 'normalize_then_sum'."
-            )
-        if not _is_number(self.auto_std_threshold) or not 0 <= self.auto_std_threshold <= 1:
-            raise ValueError(f"auto_std_threshold={self.auto_std_threshold!r} is not supported; expected a float in [0, 1].")
-        for name in ("soft_overlong_punishment", "dynamic_sampling", "diagnostics"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}={getattr(self, name)!r} is not supported; expected True or False.")
-        if self.overlong_buffer_length is not None and (
-            not _is_int(self.overlong_buffer_length)
-            or not 0 < self.overlong_buffer_length <= self.max_completion_length
-        ):
-            raise ValueError(
-                f"overlong_buffer_length={self.overlong_buffer_length!r} is not supported; expected an int in "
-                f"[1, max_completion_length={self.max_completion_length}] or None."
-            )
-        if not _is_int(self.dynamic_sampling_max_rounds) or self.dynamic_sampling_max_rounds < 0:
-            raise ValueError(
-                f"dynamic_sampling_max_rounds={self.dynamic_sampling_max_rounds!r} is not supported; expected an int >= 0."
-            )
-        if not _is_int(self.clipped_tokens_top_k) or self.clipped_tokens_top_k < 1:
-            raise ValueError(f"clipped_tokens_top_k={self.clipped_tokens_top_k!r} is not supported; expected an int >= 1.")
-        if self.on_reward_error not in ("raise", "skip"):
-            raise ValueError(f"on_reward_error={self.on_reward_error!r} is not supported; expected 'raise' or 'skip'.")
-        if self.reward_timeout is not None and (not _is_number(self.reward_timeout) or self.reward_timeout <= 0):
-            raise ValueError(
-                f"reward_timeout={self.reward_timeout!r} is not supported; expected a number of seconds > 0, or None."
-            )
-        if self.on_sync_mismatch not in ON_SYNC_MISMATCH:
-            raise ValueError(
-                f"on_sync_mismatch={self.on_sync_mismatch!r} is not supported; expected one of {list(ON_SYNC_MISMATCH)}."
-            )
-        if not _is_number(self.sync_mismatch_threshold) or not self.sync_mismatch_threshold > 0:
-            raise ValueError(
-                f"sync_mismatch_threshold={self.sync_mismatch_threshold!r} is not supported; expected a number > 0 "
-                "(nats per token)."
-            )
+        for name, accepts, expected in VALIDATION:
+            value = getattr(self, name)
+            if not accepts(value, self):
+                expected = expected(self) if callable(expected) else expected
+                raise ValueError(f"{name}={value!r} is not supported; expected {expected}.")
         if self.use_vllm and self.vllm_mode == "colocate" and self.vllm_enable_sleep_mode and is_cpu_engine():
             raise ValueError(
                 "vllm_enable_sleep_mode=True is not supported by vLLM's CPU backend, which the installed vLLM runs on: "
@@ -428,12 +421,3 @@ class LitePPOConfig(GRPOConfig):
         if value not in registry:
             raise ValueError(f"{name}={value!r} is not supported; expected one of {list(registry)}.")
         setattr(self, name, value)
-
-
-def _is_number(value) -> bool:
-    """An int or float, not a bool (`True` is an int to Python, and would pass as 1)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

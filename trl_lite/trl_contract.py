@@ -64,11 +64,11 @@ class Assumption:
     check: object = field(default=None, compare=False, repr=False)  # attribute/runtime: value -> problem or None
 
 
-def _is_int(value):
+def _int_problem(value):
     return None if isinstance(value, int) and not isinstance(value, bool) else f"is {value!r}, expected an int"
 
 
-def _is_number(value):
+def _number_problem(value):
     return None if isinstance(value, (int, float)) and not isinstance(value, bool) else (
         f"is {value!r}, expected a number")
 
@@ -241,12 +241,12 @@ CONTRACT: tuple[Assumption, ...] = (
                check=_has_pad_token, verified_by="tests/test_diagnostics.py"),
     Assumption("eos_token_ids", "attribute", _GRPO, "the token ids that end a completion", check=_int_list,
                verified_by=_DIFF),
-    Assumption("num_generations", "attribute", _GRPO, "completions per prompt in training", check=_is_int,
+    Assumption("num_generations", "attribute", _GRPO, "completions per prompt in training", check=_int_problem,
                verified_by=_PARITY),
-    Assumption("num_generations_eval", "attribute", _GRPO, "completions per prompt in evaluation", check=_is_int,
+    Assumption("num_generations_eval", "attribute", _GRPO, "completions per prompt in evaluation", check=_int_problem,
                verified_by="tests/test_evaluation.py"),
     Assumption("max_completion_length", "attribute", _GRPO, "the completion length limit, in tokens",
-               check=_is_int, verified_by=_DIFF),
+               check=_int_problem, verified_by=_DIFF),
     Assumption("reward_funcs", "attribute", _GRPO,
                "the list of reward callables and models `_calculate_rewards` calls, by index (guards replace them)",
                check=_is_list, verified_by="tests/test_reward_faults.py"),
@@ -258,18 +258,18 @@ CONTRACT: tuple[Assumption, ...] = (
                "'sum_then_normalize' (weighted sum, then normalize) or 'normalize_then_sum'",
                check=_one_of("sum_then_normalize", "normalize_then_sum"), verified_by="tests/test_objectives.py"),
     Assumption("num_iterations", "attribute", _GRPO, "optimization passes over each generation batch",
-               check=_is_int, verified_by=_RESUME),
+               check=_int_problem, verified_by=_RESUME),
     Assumption("loss_type", "attribute", _GRPO, "the branch of `_compute_loss` that aggregates (set by trl-lite)",
                check=lambda value: None if isinstance(value, str) else f"is {value!r}, expected a str",
                verified_by=_PARITY),
-    Assumption("beta", "attribute", _GRPO, "the KL coefficient (0 builds no reference model)", check=_is_number,
+    Assumption("beta", "attribute", _GRPO, "the KL coefficient (0 builds no reference model)", check=_number_problem,
                verified_by="tests/test_aggregation.py"),
     Assumption("importance_sampling_level", "attribute", _GRPO, "'token' or 'sequence' (GSPO)",
                check=_one_of("token", "sequence"), verified_by="tests/test_diagnostics.py"),
-    Assumption("epsilon_low", "attribute", _GRPO, "the lower clip bound of the PPO ratio", check=_is_number,
+    Assumption("epsilon_low", "attribute", _GRPO, "the lower clip bound of the PPO ratio", check=_number_problem,
                verified_by="tests/test_diagnostics.py"),
     Assumption("epsilon_high", "attribute", _GRPO, "the upper clip bound of the PPO ratio (clip-higher)",
-               check=_is_number, verified_by="tests/test_diagnostics.py"),
+               check=_number_problem, verified_by="tests/test_diagnostics.py"),
     Assumption("use_vllm", "attribute", _GRPO,
                "whether vLLM generates (`args.use_vllm`); TRL then pushes the weights to vLLM at the first generation "
                "of each new global step, before generating (the stale-weight alarm checks that generation)",
@@ -287,7 +287,7 @@ CONTRACT: tuple[Assumption, ...] = (
     # ------------------------------------------------------------------ set once training runs
     Assumption("current_gradient_accumulation_steps", "runtime", _TRAINER,
                "the micro-batches of the current optimizer step, set by the training loop before the first step "
-               "(`gradient_accumulation_steps` except in a short last step)", check=_is_int, verified_by=_PARITY),
+               "(`gradient_accumulation_steps` except in a short last step)", check=_int_problem, verified_by=_PARITY),
     Assumption("_generate.output[1]", "runtime", _GRPO, "the completion ids: one sequence of token ids per prompt",
                verified_by=_DIFF),
     Assumption("_calculate_rewards.output", "runtime", _GRPO, "a float tensor (N_global, F)",
@@ -344,6 +344,8 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
         ("scale_rewards", "TRL's std level, translated to advantage_std"),
         ("loss_type", "TRL's aggregation and objective, translated to loss_aggregation"),
         ("multi_objective_aggregation", "how several reward functions combine"),
+        ("gradient_checkpointing", "GRPOConfig's default differs from transformers' (True); with transformers' "
+         "activation_checkpointing, it is the value that name takes"),
         ("reward_weights", "one weight per reward function"),
         ("epsilon", "the lower clip bound (and the upper one unless epsilon_high is set)"),
         ("epsilon_high", "the upper clip bound"),
