@@ -257,3 +257,34 @@ def test_clipped_token_table_goes_to_wandb_when_it_reports(tiny_model_dir, tmp_p
     rows = [{"bound": "high", "token": "7", "token_id": 9, "count": 2, "share": 1.0}]
     trainer._log_table("clipped_tokens", rows)
     assert logged == [{"clipped_tokens": ("table", rows)}]
+
+
+def test_correct_reward_names_the_function_that_says_correct(tmp_path, tiny_model_dir):
+    # two reward functions: `never` (always 0) first, then the digit count. By default the first decides "correct"
+    # (no completion is); `correct_reward="reward_digit_count"` makes a completion correct exactly when it holds a digit
+    from tests.tiny import prompt_dataset, reward_digit_count, train_args
+    from trl_lite import LitePPOConfig, LitePPOTrainer
+
+    def never(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    seen = []
+
+    class Capture(LitePPOTrainer):
+        def on_generation_batch(self, output, advantages, counted):
+            texts = self.processing_class.batch_decode(output["completion_ids"], skip_special_tokens=True)
+            seen.append((output["lite_correct"].tolist(), [r > 0 for r in reward_digit_count(texts)]))
+
+    for name, expect_digits in ((None, False), ("reward_digit_count", True)):
+        seen.clear()
+        args = LitePPOConfig(**train_args(tmp_path / str(name), max_steps=1, correct_reward=name))
+        Capture(model=tiny_model_dir, reward_funcs=[never, reward_digit_count], args=args,
+                train_dataset=prompt_dataset()).train()
+        (correct, has_digit), = seen
+        assert correct == (has_digit if expect_digits else [False] * len(has_digit))
+        assert any(has_digit) and not all(has_digit)  # the check tells the two apart
+    with pytest.raises(ValueError, match=r"correct_reward='accuracy' is not supported; expected one of the reward "
+                                         r"functions' names \['never', 'reward_digit_count'\]"):
+        LitePPOTrainer(model=tiny_model_dir, reward_funcs=[never, reward_digit_count], train_dataset=prompt_dataset(),
+                       args=LitePPOConfig(**train_args(tmp_path / "bad", correct_reward="accuracy")))
+

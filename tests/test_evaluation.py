@@ -221,7 +221,7 @@ def _raised(make, *causes):
 def test_hub_unreachable_on_what_the_libraries_raise_here(monkeypatch):
     from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
 
-    from trl_lite.hub import hub_unreachable
+    from trl_lite.offline import hub_unreachable
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # datasets.load_dataset("HuggingFaceH4/MATH-500"), with or without HF_HUB_OFFLINE (no network here)
@@ -244,7 +244,7 @@ def test_hub_unreachable_on_what_the_libraries_raise_here(monkeypatch):
 def test_hub_unreachable_counts_a_missing_dataset_only_offline(monkeypatch):
     from datasets.exceptions import DatasetNotFoundError
 
-    from trl_lite.hub import hub_unreachable
+    from trl_lite.offline import hub_unreachable
 
     err = DatasetNotFoundError("Dataset 'HuggingFaceH4/MATH-500' doesn't exist on the Hub or cannot be accessed.")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -257,7 +257,7 @@ def test_hub_unreachable_counts_a_missing_dataset_only_offline(monkeypatch):
 
 
 def test_hub_unreachable_survives_a_cyclic_chain():
-    from trl_lite.hub import hub_unreachable
+    from trl_lite.offline import hub_unreachable
 
     a, b = RuntimeError("a"), ValueError("b")
     a.__context__, b.__context__ = b, a
@@ -269,9 +269,33 @@ def test_hub_unreachable_survives_a_cyclic_chain():
 
 
 def test_unreachable_message_is_one_line(monkeypatch):
-    from trl_lite.hub import unreachable_message
+    from trl_lite.offline import unreachable_message
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     line = unreachable_message("dataset", "HuggingFaceH4/MATH-500", "pass --data-dir DIR\nwith math500.jsonl")
     assert line == ("trl-lite: cannot reach the Hugging Face Hub for dataset 'HuggingFaceH4/MATH-500' (offline: "
                     "HF_HUB_OFFLINE is set); pass --data-dir DIR with math500.jsonl")
+
+
+def test_read_local_is_the_one_local_loader_and_reads_csv(tmp_path):
+    # a CSV file, a folder of CSVs, a JSONL file: the same rows; a missing path, an empty folder and a folder that
+    # mixes types are one clear error each
+    from trl_lite.data import read_local
+
+    (tmp_path / "a.csv").write_text("prompt,answer\n1+1,2\n2+2,4\n")
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "x.csv").write_text("prompt,answer\n1+1,2\n")
+    (folder / "y.csv").write_text("prompt,answer\n2+2,4\n")
+    (tmp_path / "a.jsonl").write_text('{"prompt": "1+1", "answer": "2"}\n{"prompt": "2+2", "answer": "4"}\n')
+    for path in (tmp_path / "a.csv", folder, tmp_path / "a.jsonl"):
+        rows = read_local(str(path))
+        assert sorted(zip(rows["prompt"], map(str, rows["answer"]))) == [("1+1", "2"), ("2+2", "4")], path
+    with pytest.raises(ValueError, match=r"missing.csv': no such file or folder; expected a .json, .jsonl, .parquet"):
+        read_local(str(tmp_path / "missing.csv"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"holds no .json, .jsonl, .parquet or .csv file"):
+        read_local(str(tmp_path / "empty"))
+    (folder / "z.jsonl").write_text('{"prompt": "3+3", "answer": "6"}\n')
+    with pytest.raises(ValueError, match=r"mixes file types \(\['csv', 'json'\]\)"):
+        read_local(str(folder))

@@ -6,7 +6,8 @@ import pytest
 from trl import TrlParser
 
 from trl_lite import LitePPOConfig
-from trl_lite.recipes import RECIPES, apply_recipe_defaults, recipe_from_argv
+from trl_lite.argv import apply_recipe_defaults, recipe_from_argv
+from trl_lite.recipes import RECIPES
 
 # The settings each recipe's docstring documents (and the issue asks for)
 DOCUMENTED = {

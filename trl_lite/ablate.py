@@ -80,7 +80,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
 
     from .checkpoints import TRAINER_STATE
     from .config import LitePPOConfig
-    from .data import SOURCES, _read_local, load_source
+    from .data import SOURCES, load_source, read_local
     from .rewards import REWARDS
     from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
     from .trainer import LitePPOTrainer
@@ -108,7 +108,7 @@ def run_one(recipe: str, seed: int, output_dir: str, *, max_steps: int, model: s
     elif train_set is not None:
         names = reward_funcs or ["exact_answer"]
     else:
-        train_set = load_source(dataset) if dataset in SOURCES else _read_local(dataset)
+        train_set = load_source(dataset) if dataset in SOURCES else read_local(dataset)
         names = reward_funcs or ["math_accuracy"]
     funcs = [REWARDS[name] for name in names]
     model_id = model or embedded_policy_path()

@@ -62,6 +62,7 @@ VALIDATION = (
      lambda c: f"an int in [1, max_completion_length={c.max_completion_length}] or None"),
     ("dynamic_sampling_max_rounds", lambda v, c: _is_int(v) and v >= 0, "an int >= 0"),
     ("clipped_tokens_top_k", lambda v, c: _is_int(v) and v >= 1, "an int >= 1"),
+    ("correct_reward", lambda v, c: v is None or (isinstance(v, str) and v != ""), "a reward function's name, or None"),
     ("on_reward_error", lambda v, c: v in ("raise", "skip"), "'raise' or 'skip'"),
     ("reward_timeout", lambda v, c: v is None or (_is_number(v) and v > 0), "a number of seconds > 0, or None"),
     ("on_sync_mismatch", lambda v, c: v in ON_SYNC_MISMATCH, f"one of {list(ON_SYNC_MISMATCH)}"),
@@ -137,7 +138,12 @@ class LitePPOConfig(GRPOConfig):
             Log the paper's diagnostics (see [`~trl_lite.diagnostics`]): clipped tokens at each bound (a table per
             logging step, also written to `output_dir/clipped_tokens.jsonl`), repetition split by truncated/finished
             and correct/incorrect, reward concentration, lengths and entropy of correct vs incorrect completions. A
-            completion is "correct" when the first reward function gives it a reward > 0.
+            completion is "correct" when the `correct_reward` function gives it a reward > 0.
+        correct_reward (`str`, *optional*):
+            The reward function that says whether a completion is correct (its reward > 0), for the diagnostics that
+            split correct from incorrect completions: its name as the reward metrics show it
+            (`rewards/<name>/mean`: a function's `__name__`, a reward model's name). Defaults to the first reward
+            function. A name that is not among the trainer's reward functions is refused when the trainer is built.
         clipped_tokens_top_k (`int`, *optional*, defaults to `20`):
             How many of the most clipped tokens per bound the clipped-token table keeps.
         on_reward_error (`str`, *optional*, defaults to `"raise"`):
@@ -253,6 +259,12 @@ class LitePPOConfig(GRPOConfig):
         default=True,
         metadata={"help": "Log the paper's diagnostics (clipped tokens, repetition, reward concentration, lengths, "
                           "entropy of correct vs incorrect completions)."},
+    )
+    correct_reward: str | None = field(
+        default=None,
+        metadata={"help": "The reward function whose reward > 0 marks a completion correct, for the diagnostics "
+                          "(correct vs incorrect lengths, entropy, repetition): its name in the reward metrics "
+                          "(rewards/<name>/mean). Defaults to the first reward function."},
     )
     clipped_tokens_top_k: int = field(
         default=20,

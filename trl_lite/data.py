@@ -84,18 +84,30 @@ def _answer_text(value) -> str:
     return str(value)
 
 
-def _read_local(path: str) -> Dataset:
+LOCAL_FILE_TYPES = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def read_local(path: str, split: str = "train") -> Dataset:
+    """A local dataset, the one loader of `trl-lite train`, `trl-lite eval` and `trl-lite ablate`: a JSON, JSONL,
+    parquet or CSV file, or a folder whose files of one such type are read together (`split` of a file is "train",
+    as `datasets` names it)."""
+    ext = os.path.splitext(path)[1].lower()
     if os.path.isdir(path):
         files = sorted(os.path.join(root, f) for root, _, names in os.walk(path) for f in names
-                       if f.endswith((".parquet", ".jsonl", ".json")))
+                       if os.path.splitext(f)[1].lower() in LOCAL_FILE_TYPES)
         if not files:
-            raise ValueError(f"path={path!r} holds no .parquet, .jsonl or .json file.")
-    else:
+            raise ValueError(f"path={path!r} holds no .json, .jsonl, .parquet or .csv file.")
+    elif os.path.isfile(path) and ext in LOCAL_FILE_TYPES:
         files = [path]
+    else:
+        raise ValueError(f"path={path!r}: no such file or folder; expected a .json, .jsonl, .parquet or .csv file, "
+                         "or a folder of them.")
+    kinds = {LOCAL_FILE_TYPES[os.path.splitext(f)[1].lower()] for f in files}
+    if len(kinds) > 1:
+        raise ValueError(f"path={path!r} mixes file types ({sorted(kinds)}); expected files of one type.")
     from datasets import load_dataset
 
-    kind = "parquet" if files[0].endswith(".parquet") else "json"
-    return load_dataset(kind, data_files=files, split="train")
+    return load_dataset(kinds.pop(), data_files=files, split=split)
 
 
 def load_source(name: str, *, path: str | None = None, split: str | None = None, data_dir: str | None = None) -> Dataset:
@@ -104,13 +116,14 @@ def load_source(name: str, *, path: str | None = None, split: str | None = None,
     Args:
         name: a registered source (`simplerl_zoo`, `deepmath`, `math500`, `aime24`, `aime25`, `amc23`,
             `olympiadbench`, `minerva`).
-        path: a local JSONL/parquet file or folder with the Hub dataset's columns (offline); the Hub otherwise.
+        path: a local JSON/JSONL/parquet/CSV file or folder with the Hub dataset's columns (offline); the Hub
+            otherwise (`read_local`).
         split: the split to read from the Hub (defaults to the source's); a local file is read whole.
         data_dir: Hub sub-folder (SimpleRL-Zoo-Data's level folders; defaults to the source's).
     """
     source = SOURCES.get(name)
     if path is not None:
-        raw = _read_local(path)
+        raw = read_local(path)
     else:
         from datasets import load_dataset
 

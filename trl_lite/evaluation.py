@@ -102,7 +102,7 @@ def _data_dir_hint(names: list[str]) -> str:
 
 def _exit_if_hub_unreachable(err: BaseException, kind: str, name: str, alternative: str) -> None:
     """Exits with one line (no traceback) when `err` means the Hub could not be reached; returns otherwise."""
-    from .hub import hub_unreachable, unreachable_message
+    from .offline import hub_unreachable, unreachable_message
 
     if hub_unreachable(err):
         sys.exit(unreachable_message(kind, name, alternative))

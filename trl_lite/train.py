@@ -63,9 +63,9 @@ from trl import ModelConfig, TrlParser, get_peft_config
 
 from .checkpoints import resolve_resume
 from .config import LitePPOConfig
-from .data import chat_prompt
+from .data import LOCAL_FILE_TYPES, chat_prompt, read_local
 from .hub import HubPushError
-from .recipes import apply_recipe_defaults, flag_value
+from .argv import apply_recipe_defaults, flag_value
 from .rewards import REWARDS
 from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
 from .tasks.sumk import sumk_dataset, sumk_policy_path
@@ -321,20 +321,17 @@ def cli(argv: list[str] | None = None) -> None:
 ################
 # Data
 ################
-_FILE_TYPES = {"json": "json", "jsonl": "json", "parquet": "parquet", "csv": "csv"}
-
-
 def _load(path_or_id: str, config: str | None, split: str):
-    ext = os.path.splitext(path_or_id)[1].lstrip(".")
-    if os.path.isfile(path_or_id) and ext in _FILE_TYPES:
-        return load_dataset(_FILE_TYPES[ext], data_files=path_or_id, split=split)
-    if ext in _FILE_TYPES or path_or_id.startswith((".", "/", "~")):
+    ext = os.path.splitext(path_or_id)[1].lower()
+    if os.path.isfile(path_or_id) and ext in LOCAL_FILE_TYPES:
+        return read_local(path_or_id, split=split)  # the package's one local loader (trl_lite/data.py)
+    if ext in LOCAL_FILE_TYPES or path_or_id.startswith((".", "/", "~")):
         raise ValueError(f"dataset_name={path_or_id!r}: no such file or folder; expected a Hub id or a local "
                          "JSONL/parquet/CSV file or folder.")
     try:
         return load_dataset(path_or_id, config, split=split)
     except Exception as err:
-        from .hub import hub_unreachable, unreachable_message
+        from .offline import hub_unreachable, unreachable_message
 
         if hub_unreachable(err):
             sys.exit(unreachable_message("dataset", path_or_id,
@@ -371,7 +368,7 @@ def load_model(model_id: str, model_args: ModelConfig):
             dtype=getattr(torch, model_args.dtype) if model_args.dtype not in (None, "auto") else "auto",
         )
     except Exception as err:
-        from .hub import hub_unreachable, unreachable_message
+        from .offline import hub_unreachable, unreachable_message
 
         if hub_unreachable(err):
             sys.exit(unreachable_message("model", model_id, "pass a local folder to --model_name_or_path"))

@@ -12,8 +12,8 @@ from .advantages import normalize_advantages, normalize_then_sum, resolve_auto_s
 from .aggregation import OBJECTIVE_LOSS_TYPES, sequence_weights
 from .checkpoints import ExactResumeMixin
 from .config import LitePPOConfig
-from .diagnostics_window import CLIPPED_TOKENS_FILE, DiagnosticsMixin  # noqa: F401  (CLIPPED_TOKENS_FILE: re-export)
-from .dynamic_sampling import DynamicSamplingMixin, select_groups  # noqa: F401  (select_groups: re-export)
+from .diagnostics_window import DiagnosticsMixin
+from .dynamic_sampling import DynamicSamplingMixin
 from .hub import ModelCardMixin
 from .reward_faults import RewardFaultsMixin
 from .rewards import soft_overlong_punishment
@@ -191,7 +191,17 @@ class LitePPOTrainer(
         self._lite_contract_seen: set = set()  # the runtime checks already run (once each, on the first batch)
         adapt(self)  # what a supported older TRL release names differently (trl_lite/trl_contract.py)
         check_trainer(self)
+        self._lite_correct_index = self._correct_index(args.correct_reward)
         self._guard_reward_funcs()  # see trl_lite/reward_faults.py
+
+    def _correct_index(self, name: str | None) -> int:
+        """Which reward function says a completion is correct: `correct_reward` by name, else the first."""
+        if name is None:
+            return 0
+        if name not in self.reward_func_names:
+            raise ValueError(f"correct_reward={name!r} is not supported; expected one of the reward functions' names "
+                             f"{list(self.reward_func_names)} (as in rewards/<name>/mean), or None for the first.")
+        return self.reward_func_names.index(name)
 
     def train(self, *args, **kwargs):
         # TRL's own calls into deprecated transformers names warn at every run; the user cannot act on them
@@ -283,7 +293,7 @@ class LitePPOTrainer(
             unscorable = torch.isnan(rewards_per_func).all(dim=1)  # (N,)
             rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)  # (N,)
             rewards[unscorable] = torch.nan
-        correct = rewards_per_func[:, 0] > 0  # (N,) the first reward function is the accuracy reward
+        correct = rewards_per_func[:, self._lite_correct_index] > 0  # (N,) `correct_reward`'s, by default the first
         local = self._process_slice(output["advantages"].shape[0])
         if self.args.overlong_filter:  # out of the loss here, out of the statistics in `_set_advantages`
             mask = output["completion_mask"]

@@ -19,7 +19,7 @@ import hashlib
 import random
 from typing import TYPE_CHECKING
 
-from ..data import SYSTEM_PROMPT, chat_prompt, transformers_sampler  # noqa: F401  (SYSTEM_PROMPT re-exported)
+from ..data import chat_prompt, transformers_sampler
 # The task's reward lives in (and is registered by) trl_lite.rewards, so `REWARDS["exact_answer"]` never depends on
 # this module having been imported; re-exported here under its usual name.
 from ..rewards import exact_answer_reward  # noqa: F401
