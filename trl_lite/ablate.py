@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-dir", default="runs/ablation")
     parser.add_argument("--model", default=None, help="Local model path; the embedded policy by default.")
     parser.add_argument("--dataset", default=None,
-                        help="A trl_lite.data source name or a local JSONL/parquet file with prompt and answer "
+                        help="A trl_lite.data source name or a local JSON/JSONL/parquet/CSV file with prompt and answer "
                              "columns; the built-in arithmetic task by default.")
     parser.add_argument("--reward-funcs", default=None, help="Comma-separated reward names (trl_lite.rewards).")
     parser.add_argument("--eval-problems", type=int, default=100,

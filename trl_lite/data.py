@@ -2,7 +2,7 @@
 
 Every loader returns rows with `prompt` (the paper's chat format: the system prompt "Please reason step by step, and
 put your final answer within \\boxed{}." and the question as the user turn), `answer` (the gold final answer as a
-string), `source` and `difficulty`. Each source reads the Hub dataset, or a local JSONL/parquet file or folder with the
+string), `source` and `difficulty`. Each source reads the Hub dataset, or a local JSON/JSONL/parquet/CSV file or folder with the
 same columns (`path=`), so everything works offline.
 """
 

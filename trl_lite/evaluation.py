@@ -44,15 +44,17 @@ def card_results(results: dict) -> dict:
 
 
 def load_benchmarks(names: list[str], data_dir: str | None = None, limit: int | None = None) -> dict[str, Dataset]:
-    """Benchmarks by name, from `data_dir/<name>.jsonl` (or `.parquet`) when given, from the Hub otherwise."""
+    """Benchmarks by name, from `data_dir/<name>.jsonl` (or `.parquet`, `.json`, `.csv`) when given, from the Hub
+    otherwise."""
     out = {}
     for name in names:
         path = None
         if data_dir is not None:
-            path = next((os.path.join(data_dir, f"{name}.{ext}") for ext in ("jsonl", "parquet", "json")
+            path = next((os.path.join(data_dir, f"{name}.{ext}") for ext in ("jsonl", "parquet", "json", "csv")
                          if os.path.exists(os.path.join(data_dir, f"{name}.{ext}"))), None)
             if path is None:
-                raise ValueError(f"benchmark {name!r}: no {name}.jsonl / .parquet / .json in data_dir={data_dir!r}.")
+                raise ValueError(f"benchmark {name!r}: no {name}.jsonl / .parquet / .json / .csv in "
+                                 f"data_dir={data_dir!r}.")
         dataset = load_source(name, path=path)
         out[name] = dataset.select(range(min(limit, len(dataset)))) if limit else dataset
     return out
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--temperature", type=float, default=0.6)
     parser.add_argument("--top-p", type=float, default=0.95)
     parser.add_argument("--max-new-tokens", type=int, default=4096)
-    parser.add_argument("--data-dir", default=None, help="Folder with <benchmark>.jsonl/.parquet files (offline).")
+    parser.add_argument("--data-dir", default=None, help="Folder with <benchmark>.jsonl/.parquet/.json/.csv files (offline).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N problems of each benchmark.")
     parser.add_argument("--timeout", type=float, default=5.0, help="Seconds per answer check.")
     parser.add_argument("--output-dir", default="eval_results", help="Where results.json and results.md go.")
