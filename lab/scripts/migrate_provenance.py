@@ -6,7 +6,7 @@ Why that is sound: at commit 3f3126c the old engine hash, read from the source a
 committed result recorded (52d123d8...), so those results were made by the code of 3f3126c. The fingerprints
 (`--fingerprints`, computed with `trl_lite_lab/fingerprint.py` in a worktree of 3f3126c, before anything moved) are
 what that code computes for each arm and initial evaluation; the same fingerprints computed after the move are equal
-(`lab/tests/test_lab_claims.py` recomputes them against today's trl-lite). Each policy's recorded
+(`lab/tests/test_lab_fingerprint.py` recomputes them against today's trl-lite). Each policy's recorded
 `model.safetensors` hash is checked before its folder hash (`policy_sha256`: every file) replaces it.
 
     python lab/scripts/migrate_provenance.py --fingerprints FP.json --commit 3f3126c [--results lab/results]
@@ -22,7 +22,7 @@ import subprocess
 
 from trl_lite_lab.design import policy_dir, policy_sha256
 from trl_lite_lab.experiments import EXPERIMENTS, experiment_named
-from trl_lite_lab.provenance import engine_sha256, experiment_sha256
+from trl_lite_lab.provenance import engine_sha256, experiment_sha256, product_stamp
 
 OLD_ENGINE = "52d123d868e9c2a8160b94b8b46766d296be3e212be230fe3e8e60fec299fb4f"
 REFERENCE = {"trl-lite": "0.1.0", "torch": "2.13.0+cpu", "trl": "1.16.0", "transformers": "5.24.0",
@@ -50,7 +50,9 @@ def main() -> None:
         fingerprints = json.load(f)
     assert fingerprints["computed"]["engine_sha256"] == OLD_ENGINE, "fingerprints not made under the results' code"
     commit = _git("rev-parse", args.commit)
-    product = {"commit": commit, "dirty": False, "versions": REFERENCE}
+    versions = product_stamp()["versions"]  # this machine's, which computed the fingerprints (the reference stack)
+    assert versions == REFERENCE, versions
+    product = {"commit": commit, "dirty": False, "versions": versions}
     migrated = {"date": "2026-11-26", "from_engine_sha256": OLD_ENGINE, "verified_at": commit,
                 "why": "lab/scripts/migrate_provenance.py"}
 
@@ -60,9 +62,11 @@ def main() -> None:
         path = os.path.join(args.results, "pilots", f"{experiment.id}.json")
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
-        added = _git("log", "--diff-filter=A", "--format=%cI", "--", path.replace("lab/results", "bench/lab")).split()
-        new = {"id": record["id"], "made": added[-1] if added else None,
-               "made_source": "the time of the commit that added it (the pilot ran before and recorded no time)",
+        # the last commit up to `--commit` that changed the record: the pilot that holds these contents ran before it
+        made = _git("log", "-1", "--format=%cI", commit, "--", path.replace("lab/results", "bench/lab")) or None
+        new = {"id": record["id"], "made": made,
+               "made_source": "the time of the last commit that changed this record before the migration (the pilot "
+                              "ran shortly before it and recorded no time)",
                "experiment_sha256": experiment_sha256(experiment), "product": product,
                "fingerprints": _subset(fingerprints, experiment.arms.values()), "migrated": migrated}
         new.update({k: v for k, v in record.items() if k not in ("id", "experiment_sha256")})

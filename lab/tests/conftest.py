@@ -1,9 +1,9 @@
 """The lab's tests. Most of them read synthetic results (the report reads, never trains) and would otherwise compute
 the real fingerprint of every arm they touch (`trl_lite_lab.fingerprint`: a few float64 training steps per arm, about
 100 s for all 27): they get a stand-in, `{"arm": name}` and `{"evaluation": "task/policy"}`, which records and
-compares like the real one. The real fingerprint is what `tests/test_lab_claims.py` (the committed results against
-today's trl-lite) and `tests/test_lab_fingerprint.py` (a comment keeps them, an advantage change does not) compute;
-mark a test `real_fingerprints` to get it."""
+compares like the real one. The real fingerprint is what `tests/test_lab_fingerprint.py` computes (the committed
+results against today's trl-lite: a comment keeps them, an advantage change does not), and the CLI test's processes;
+mark a test `real_fingerprints` to get it. (`tests/test_lab_claims.py` reads the summary's own fingerprints.)"""
 
 import pytest
 

@@ -539,7 +539,7 @@ def test_the_report_never_trains():
                 todo.extend(provenance.imports(module))
         return seen
 
-    assert "runner" in provenance.imports("fingerprint")
+    assert "training" in provenance.imports("fingerprint")
     for module in ("results", "verdicts", "stats", "design", "experiments", "carry"):
         assert not {"runner", "audit", "pilot"} & closure(module), f"lab/trl_lite_lab/{module}.py may start work"
 

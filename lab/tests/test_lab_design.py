@@ -29,6 +29,7 @@ from trl_lite_lab.experiments import (
     experiment_sha256,
     family_size,
 )
+from trl_lite_lab.fingerprint import fingerprints
 from trl_lite_lab.stats import mde
 from trl_lite_lab.sumk import recheck_outcome, write_completion
 
@@ -82,7 +83,7 @@ def test_the_recheck_style_writes_what_recheck_outcome_reads():
 
 
 def test_recheck_measures_by_hand():
-    from trl_lite_lab.runner import recheck_measures
+    from trl_lite_lab.training import recheck_measures
     from trl_lite_lab.sumk import sumk_tokenizer
 
     tokenizer = sumk_tokenizer()
@@ -218,6 +219,7 @@ def _pilot(pilots_dir, name, passed=True, sha=None, gates=()):
 
     experiment = EXPERIMENTS[name]
     record = {"id": experiment.id, "experiment_sha256": sha or experiment_sha256(experiment),
+              "fingerprints": fingerprints(experiment.arms.values()),
               "margin": {"audit": AUDIT_MARGIN, "runs": PILOT_MARGIN, "pilot": PILOT_MARGIN},
               "seeds": experiment.seed_list(pilot=True), "registered_seeds": experiment.seeds, "gates": list(gates),
               "effects": {}, "passed": passed}
@@ -228,7 +230,7 @@ def _pilot(pilots_dir, name, passed=True, sha=None, gates=()):
     return record
 
 
-def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp_path):
+def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp_path, monkeypatch):
     from trl_lite_lab.pilot import registration
     from trl_lite_lab.runner import run
 
@@ -240,12 +242,19 @@ def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp
         run(["2"], str(tmp_path))
     record = _pilot(pilots, "2")
     assert registration(experiment, str(pilots)) == record and record["passed"]
-    # registered: the runner gets past the registration to the next check (a bad shard, so nothing trains)
-    with pytest.raises(ValueError, match="shard=2/2 is not supported"):
-        run(["2"], str(tmp_path), shard=(2, 2))
+    # registered: the runner runs its arms (recorded here instead of trained), a quick try with 2 seeds included,
+    # each run naming the pilot it ran under
+    from trl_lite_lab import runner
+
+    calls = []
+    monkeypatch.setattr(runner, "initial_eval", lambda *args, **kwargs: None)
+    monkeypatch.setattr(runner, "run_arm", lambda a, seed, out, **kwargs: calls.append((a.name, seed, kwargs["pilots"])))
+    monkeypatch.setattr(runner, "is_finished", lambda *args: True)
+    assert run(["2"], str(tmp_path), seeds=2)
+    assert sorted(calls) == sorted((a.name, seed, {"T2": None}) for a in experiment.arms.values() for seed in (0, 1))
     # but not a second, unregistered experiment named with it
     with pytest.raises(ValueError, match=r"experiments \['1'\] are not registered"):
-        run(["2", "1"], str(tmp_path), shard=(2, 2))
+        run(["2", "1"], str(tmp_path), seeds=2)
     # a pilot made under other definitions registers nothing
     _pilot(pilots, "2", sha="0" * 64)
     assert registration(experiment, str(pilots)) is None
@@ -269,6 +278,7 @@ def test_a_pilot_whose_audit_gate_fails_runs_nothing_and_is_a_negative_pilot(tmp
     # the audit is on record (T5 needs the recheck policy's recheck link): 0.2 < 0.3, so no margin is even needed
     (tmp_path / "audit.json").write_text(json.dumps({
         "engine_sha256": engine_sha256(), "weights/sumk/recheck": policy_sha256(policy_dir("sumk", "recheck")),
+        "fingerprints/sumk/recheck": fingerprints(evaluations=[("sumk", "recheck")]),
         "sumk/recheck/acc": 0.5, "sumk/recheck/recheck_link": 0.2}))
     record = pilot("5", str(tmp_path), progress=False)
     assert record["passed"] is False and record["not_run"] and not (tmp_path / "runs").exists()
@@ -354,7 +364,7 @@ def test_engine_modules():
     engine = set(provenance.engine_modules())
     # the lab's own modules only: trl-lite's source is not hashed (its behaviour is fingerprinted instead)
     assert engine == {"audit", "carry", "design", "fingerprint", "measure", "pilot", "provenance", "results", "runner",
-                      "stats", "sumk", "verdicts"}
+                      "stats", "sumk", "training", "verdicts"}
     assert not {"report", "cli", "experiments", ""} & engine
     assert not [name for name in engine if name.startswith("designs")]
     assert provenance.engine_modules() == sorted(engine)  # sorted, so the hash does not depend on a walk's order
@@ -439,3 +449,24 @@ def test_no_module_of_the_lab_imports_itself():
     assert "pilot" not in _reaches("runner") and "runner" in _reaches("pilot")
     cyclic = sorted(name for name in provenance.modules() if name in _reaches(name))
     assert cyclic == []
+
+
+def test_fingerprint_comparison_tolerances_and_what_it_names():
+    from trl_lite_lab.fingerprint import ATOL, RTOL, differences
+
+    recorded = {"advantages": [0.5, -0.5], "steps": [{"loss": 0.2, "grad_norm": 1.0}], "weights": [0.1, 2.0],
+                "config": {"max_grad_norm": 1.0, "beta": 0.0}}
+    # within the tolerances: float noise in the trained parts (2e-3 relative < RTOL), a field a newer transformers
+    # adds to the config
+    noisy = {**recorded, "steps": [{"loss": 0.2 * (1 + 2e-3), "grad_norm": 1.0}],
+             "config": {**recorded["config"], "new_field": 1}}
+    assert RTOL == 1e-2 and ATOL == 1e-7 and differences(recorded, noisy) == []
+    # the advantages are compared to 1e-9 relative and 1e-12 absolute: 9e-8 apart is a difference (RTOL would pass it)
+    moved = {**recorded, "advantages": [0.5 + 9e-8, -0.5]}
+    assert differences(recorded, moved) == ["advantages[0]: 0.5 -> 0.50000009"]
+    # each differing part names where it first differs, and both values
+    changed = {**recorded, "steps": [{"loss": 0.2, "grad_norm": 1.5}], "config": {"max_grad_norm": 0.1, "beta": 0.0}}
+    assert differences(recorded, changed) == ["config.max_grad_norm: 1.0 -> 0.1", "steps[0].grad_norm: 1.0 -> 1.5"]
+    assert differences(recorded, {k: v for k, v in recorded.items() if k != "weights"}) == ["weights: not computed now"]
+    assert differences({"weights": [1.0]}, {"weights": [1.0], "config": {}}) == ["config: not recorded"]
+

@@ -60,7 +60,7 @@ def _add_mixes(output: dict, progress: bool) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .measure import sample_completions, sample_rewards
-    from .runner import ADD_BUDGET, add_mix
+    from .training import ADD_BUDGET, add_mix
 
     model_id = policy_dir("add", "carry")
     tokenizer, model = AutoTokenizer.from_pretrained(model_id), AutoModelForCausalLM.from_pretrained(model_id)

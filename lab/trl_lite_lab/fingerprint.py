@@ -10,7 +10,8 @@ on a few problems.
 
 The fingerprint run differs from a real run only where it must be short and exercise every trick:
 
-- `max_steps=FINGERPRINT_STEPS` (one generation batch: `steps_per_generation` is 4 in every arm);
+- the first `FINGERPRINT_PASSES` passes over one generation batch (`steps_per_generation` optimizer steps each, 4 in
+  every arm; a second pass only for arms with `num_iterations` > 1), on the CPU wherever it runs;
 - SGD at `FINGERPRINT_LR` instead of AdamW at the arm's rate, so that the policy moves far enough in four steps for
   the PPO ratio to leave the clip band (the clip arms' bounds bind) while the update stays a smooth function of the
   gradient (Adam's m / sqrt(v) turns a rounding-level gradient into a full step, whose sign could differ between
@@ -19,10 +20,12 @@ The fingerprint run differs from a real run only where it must be short and exer
 
 Fingerprints are compared with relative tolerances: `ADVANTAGES_RTOL` for the advantages (made from the rewards before
 any update, in float64), `RTOL` for the rest. The rest is not float64 throughout: TRL computes the log-probabilities
-from float32 logits, and four updates amplify that rounding. Measured (2026-11-26, one Intel Xeon): the same
-fingerprints with 1 and 2 threads differed by up to 7e-6 relative in the updated weights and 7e-10 in the gradient
-norms; `RTOL` leaves a hundredfold room. A change to what is computed (another normalization, aggregation or clip)
-moves them by percents. `changed` names each arm whose fingerprint changed and which part.
+from float32 logits, and the updates amplify that rounding. Measured (2026-11-26, one Intel Xeon, all 27 arms): the
+same fingerprints with 1 and 2 threads differed by up to 1.3e-3 relative in an update's norm and 6.2e-4 in a gradient
+norm, both in the 8-step verbose arms (at 4 steps: 7e-6); `RTOL` leaves sevenfold room. A change to what is computed
+(another normalization, aggregation or clip) moves them by far more: doubling the batch std halves the advantages, and
+rescaling the second pass's advantages (an independent review's test) moved its gradient norms 1.9x to 8x. `changed` names each arm whose fingerprint changed, where it first
+differs and both values.
 """
 
 from __future__ import annotations
@@ -33,30 +36,54 @@ import math
 import os
 import tempfile
 
-FINGERPRINT_STEPS = 4
 FINGERPRINT_LR = 0.5
 FINGERPRINT_PROMPTS = 16
 EVAL_PROBLEMS = 8
-RTOL, ATOL = 1e-3, 1e-7
-ADVANTAGES_RTOL = 1e-9
+RTOL, ATOL = 1e-2, 1e-7
+ADVANTAGES_RTOL, ADVANTAGES_ATOL = 1e-9, 1e-12
+FINGERPRINT_PASSES = 2  # passes over the generation batch (an arm's `num_iterations`, at most this many)
+# the resolved config, less what names places, trackers and saving (the same computation whatever they are)
+_NOT_CONFIG = ("dir", "hub", "token", "run_name", "report_to", "logging", "save", "push", "tqdm", "output")
 # what each logged step contributes (besides every `lab/*` measure): what the lab's measures and verdicts read
 LOGGED = ("loss", "grad_norm", "entropy", "reward", "reward_std", "clip_ratio/low_mean", "clip_ratio/high_mean",
           "clip_ratio/region_mean", "completions/mean_length", "completions/clipped_ratio")
 
 
 def _settings(arm) -> dict:
-    return {**arm.settings, "optim": "sgd", "learning_rate": FINGERPRINT_LR, "max_grad_norm":
-            arm.settings.get("max_grad_norm", 1.0)}
+    return {**arm.settings, "optim": "sgd", "learning_rate": FINGERPRINT_LR}
+
+
+def _steps(arm) -> int:
+    """The first `FINGERPRINT_PASSES` passes over one generation batch: `steps_per_generation` optimizer steps each."""
+    passes = min(arm.settings.get("num_iterations", 1), FINGERPRINT_PASSES)
+    return arm.settings.get("steps_per_generation", 1) * passes
+
+
+def _config(args) -> dict:
+    """The run's resolved config (every scalar field but paths, trackers and saving): a default that changes in
+    trl-lite (a recipe's `max_grad_norm`, an optimizer setting) changes the fingerprint even where a few steps do
+    not show it."""
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(args):
+        value = getattr(args, f.name)
+        if any(word in f.name for word in _NOT_CONFIG):
+            continue
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[f.name] = value
+    return dict(sorted(out.items()))
 
 
 def arm_fingerprint(arm, seed: int = 0) -> dict:
-    """The fingerprint of `arm`: {"advantages": [...], "steps": [{key: value}], "weights": [sum, norm] of the update}."""
+    """The fingerprint of `arm`: {"advantages": [...], "steps": [{key: value}], "weights": [the update's norm per
+    parameter tensor], "config": {field: value}}."""
     import torch
     from datasets import Dataset
 
     from trl_lite.ablate import read_metrics, run_one
     from .design import policy_dir
-    from .runner import LabTrainer, train_set
+    from .training import LabTrainer, train_set
 
     captured: dict = {}
 
@@ -64,6 +91,7 @@ def arm_fingerprint(arm, seed: int = 0) -> dict:
         def __init__(self, *args, model, **kwargs):
             model = model.double()
             captured["initial"] = [p.detach().clone() for p in model.parameters()]
+            captured["config"] = _config(kwargs["args"])
             super().__init__(*args, model=model, **kwargs)
 
         def on_generation_batch(self, output, advantages, counted):
@@ -72,8 +100,10 @@ def arm_fingerprint(arm, seed: int = 0) -> dict:
                 captured.setdefault("advantages", []).extend(advantages.double().tolist())
 
     def finish(trainer, tokenizer):
-        deltas = [(p.detach() - p0).double() for p, p0 in zip(trainer.model.parameters(), captured["initial"])]
-        captured["weights"] = [sum(d.sum().item() for d in deltas), math.sqrt(sum((d * d).sum().item() for d in deltas))]
+        # the update's norm per parameter tensor: sums of squares, well conditioned (a signed sum of the update cancels:
+        # it moved by 0.5% between 1 and 2 threads where the norms agree to 1e-5)
+        captured["weights"] = [(p.detach() - p0).double().norm().item()
+                               for p, p0 in zip(trainer.model.parameters(), captured["initial"])]
         return {}
 
     data = train_set(arm, seed)
@@ -82,14 +112,16 @@ def arm_fingerprint(arm, seed: int = 0) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         try:
             torch.set_default_dtype(torch.float64)
-            run_one("lite_ppo", seed, folder, max_steps=FINGERPRINT_STEPS, model=policy_dir(arm.task, arm.policy),
+            run_one("lite_ppo", seed, folder, max_steps=_steps(arm), model=policy_dir(arm.task, arm.policy),
                     folder=os.path.join(folder, "run"), train_set=data, settings=_settings(arm),
-                    trainer_cls=FingerprintTrainer, evaluate=finish, eval_problems=0, progress=False)
+                    trainer_cls=FingerprintTrainer, evaluate=finish, eval_problems=0, progress=False,
+                    overrides={"use_cpu": True})  # on CPU wherever it runs: a GPU computes other digits
         finally:
             torch.set_default_dtype(default)
         rows = read_metrics(os.path.join(folder, "run", "metrics.jsonl"))
     steps = [{k: v for k, v in row.items() if k in LOGGED or k.startswith("lab/")} for row in rows if "loss" in row]
-    return {"advantages": captured.get("advantages", []), "steps": steps, "weights": captured["weights"]}
+    return {"advantages": captured.get("advantages", []), "steps": steps, "weights": captured["weights"],
+            "config": captured["config"]}
 
 
 def evaluation_fingerprint(task: str, policy: str) -> dict:
@@ -98,7 +130,7 @@ def evaluation_fingerprint(task: str, policy: str) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .design import policy_dir
-    from .runner import evaluate
+    from .training import evaluate
 
     torch.manual_seed(0)
     path = policy_dir(task, policy)
@@ -146,26 +178,54 @@ def changed(recorded: dict | None, arms=(), evaluations=()) -> list[str]:
     return out
 
 
-def _close(a, b, rtol: float = RTOL) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+def _close(a, b, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=rtol, abs_tol=ATOL)
+        return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y, rtol) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_close(x, y, rtol, atol) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k], rtol) for k in a)
+        return a.keys() == b.keys() and all(_close(a[k], b[k], rtol, atol) for k in a)
     return a == b
 
 
+def _first_difference(a, b, rtol: float, atol: float, where: str = "") -> str:
+    """Where `a` and `b` first differ beyond the tolerance, and both values there: `steps[5].grad_norm: 0.33 -> 1.48`."""
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{where}: {len(a)} values -> {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            if not _close(x, y, rtol, atol):
+                return _first_difference(x, y, rtol, atol, f"{where}[{i}]")
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return f"{where}: keys {sorted(set(a) ^ set(b))} only on one side"
+        for k in a:
+            if not _close(a[k], b[k], rtol, atol):
+                return _first_difference(a[k], b[k], rtol, atol, f"{where}.{k}")
+    return f"{where}: {json.dumps(a)[:60]} -> {json.dumps(b)[:60]}"
+
+
+def _tolerance(key: str) -> tuple[float, float]:
+    return (ADVANTAGES_RTOL, ADVANTAGES_ATOL) if key == "advantages" else (RTOL, ATOL)
+
+
 def differences(recorded: dict, current: dict) -> list[str]:
-    """Which parts of `current` differ from `recorded` (empty: the same computation), one line each."""
+    """Which parts of `current` differ from `recorded` (empty: the same computation), one line each, naming where the
+    part first differs and both values there (recorded -> now). The config is compared on the fields recorded: a
+    field a newer transformers adds is no difference."""
     out = []
     for key in sorted(set(recorded) | set(current)):
         if key not in current:
             out.append(f"{key}: not computed now")
         elif key not in recorded:
             out.append(f"{key}: not recorded")
-        elif not _close(recorded[key], current[key], ADVANTAGES_RTOL if key == "advantages" else RTOL):
-            out.append(f"{key}: recorded {json.dumps(recorded[key])[:120]}, now {json.dumps(current[key])[:120]}")
+        else:
+            old, now = recorded[key], current[key]
+            if key == "config" and isinstance(old, dict) and isinstance(now, dict):
+                now = {k: now.get(k, "(no such field)") for k in old}
+            rtol, atol = _tolerance(key)
+            if not _close(old, now, rtol, atol):
+                out.append(_first_difference(old, now, rtol, atol, key))
     return out

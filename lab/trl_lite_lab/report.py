@@ -25,7 +25,7 @@ from .carry import _any_run_here, _carriable, carried_entries, carry_entry, inva
 from .fingerprint import fingerprints
 from .provenance import product_stamp
 from .results import (AUDIT_FILE, PILOTS, DefinitionMismatch, check_provenance, registration, run_folder,
-                      why_unregistered)
+                      stale_pilot, why_unregistered)
 from .stats import ALPHA, POWER
 from .verdicts import UNTESTABLE, family_size, gather, verdicts
 
@@ -291,16 +291,28 @@ def report(names: list[str], output_dir: str, seeds: int | None = None, pilots_d
                          "or 'all'.")
     pilots_dir = pilots_dir or os.path.join(output_dir, PILOTS)
     audit = _audit_measures(output_dir)
+    # a pilot that trl-lite no longer computes alike is not "no pilot": the experiment (and the Holm family it is part
+    # of) cannot be reported until it is piloted again
+    stale = {name: stale_pilot(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
+    stale = {name: lines for name, lines in stale.items() if lines}
+    if stale:
+        raise DefinitionMismatch(
+            "the results of " + ", ".join(EXPERIMENTS[n].id for n in stale) + f" (their pilots in {pilots_dir}) no "
+            "longer hold: trl-lite computes otherwise for them than when they were made; pilot and run them again "
+            "(`trl-lite-lab pilot`, then `trl-lite-lab run`). What changed:\n"
+            + "\n".join(f"  {EXPERIMENTS[n].id}: {line}" for n, lines in stale.items() for line in lines))
     records = {name: registration(EXPERIMENTS[name], pilots_dir) for name in EXPERIMENTS.names()}
     size = family_size(records)
     hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in names}  # each reads the engine's files
     old = carried_entries(carry, seeds) if carry else {}
-    stale = invalidated(carry, names, seeds) if carry else {}
-    lost = {name: stale[name] for name in names if name in stale and not _any_run_here(name, output_dir, seeds)}
+    changed_since = invalidated(carry, names, seeds) if carry else {}
+    lost = {name: changed_since[name] for name in names
+            if name in changed_since and not _any_run_here(name, output_dir, seeds)}
     if lost:  # results that trl-lite no longer computes alike: which, and why
         raise DefinitionMismatch(
             "the results of " + ", ".join(EXPERIMENTS[n].id for n in lost) + f" in {carry} no longer hold: trl-lite "
-            "computes otherwise for them than when they were made; run them again (`trl-lite-lab run`). What "
+            "computes otherwise for them than when they were made; pilot and run them again (`trl-lite-lab pilot`, "
+            "then `trl-lite-lab run`). What "
             "changed:\n" + "\n".join(f"  {EXPERIMENTS[n].id}: {line}" for n, lines in lost.items() for line in lines))
     carried = {name: old[hashes[name]] for name in names
                if hashes[name] in old and not _any_run_here(name, output_dir, seeds)

@@ -37,6 +37,18 @@ def _read(path: str) -> dict:
         return json.load(f)
 
 
+def stale_pilot(experiment: Experiment, pilots_dir: str) -> list[str]:
+    """What changed in trl-lite since the experiment's pilot (made under its current definitions) ran: the arms and
+    parts whose fingerprints differ; empty when there is no such pilot or nothing changed."""
+    path = pilot_path(pilots_dir, experiment)
+    if not os.path.exists(path):
+        return []
+    record = _read(path)
+    if record.get("experiment_sha256") != experiment_sha256(experiment):
+        return []
+    return changed(record.get("fingerprints"), experiment.arms.values())
+
+
 def why_unregistered(experiment: Experiment, pilots_dir: str) -> list[str]:
     """Why the experiment's pilot record in `pilots_dir` does not count (empty when it does): missing, made under
     other definitions, or under other fingerprints (each arm and part that changed)."""

@@ -35,7 +35,7 @@ ARMS = {"recheck 0.2": arm("sumk", "recheck", steps=SUMK_STEPS, **CLIP)}
 def matched_excess(runs: dict) -> float:
     """sum_b w_b (clip rate of connectives in bin b - clip rate of other tokens in bin b), w_b = the connectives'
     share of their eligible tokens in bin b, over the bins where both classes have eligible tokens; bins of the old
-    probability (`trl_lite_lab.runner.PROB_BINS`), over the run's training."""
+    probability (`trl_lite_lab.training.PROB_BINS`), over the run's training."""
     strata = runs["recheck 0.2"]["train"]["strata"]  # {"<class>/<bin>/<eligible|clipped>": count}
     bins = sorted({key.split("/")[1] for key in strata})
     # only bins holding eligible tokens of both classes compare like with like; the weights are over those bins
