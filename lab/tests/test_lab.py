@@ -427,8 +427,8 @@ def test_report_refuses_missing_metrics_runs_and_mixed_definitions(tmp_path):
         made = json.load(f)
     with open(path, "w") as f:
         json.dump({**made, "fingerprints": {"arms": {a.name: {"arm": "else"}}, "evaluations": {}}}, f)
-    with pytest.raises(DefinitionMismatch, match=rf"computed otherwise.*arm {re.escape(a.name)}: arm: recorded "
-                                                 r"\"else\", now .*evaluation add/carry: not recorded"):
+    with pytest.raises(DefinitionMismatch, match=rf"computed otherwise.*arm {re.escape(a.name)}: arm: "
+                                                 r"\"else\" -> .*evaluation add/carry: not recorded"):
         report(["2"], str(tmp_path))
     _fake_run(tmp_path, experiment.arms["group/none"], 3, {"acc": 0.61})
     initial = tmp_path / "initial" / "add-carry-T0.6-1000.json"
@@ -810,3 +810,22 @@ def test_readme_and_docs_lab_tables_match_the_committed_summary():
         text = open(os.path.join(ROOT, doc)).read()
         quoted = dict(re.findall(r"^\| (T\d|clip-scaling) [^|]*\| \*\*([a-z ]+)\*\* \|", text, flags=re.M))
         assert quoted == verdicts, doc
+
+
+def test_a_pilot_trl_lite_no_longer_computes_alike_stops_the_report(tmp_path, t2_at_8_seeds):
+    # T2's runs and pilot are here, but its pilot's recorded fingerprint of one arm is not what trl-lite computes
+    # now: the report stops, naming T2, the arm and both values, rather than calling T2 unregistered (which would also
+    # shrink the Holm family of the others)
+    from trl_lite_lab.report import report
+    from trl_lite_lab.results import DefinitionMismatch
+
+    _fake_lab(tmp_path, [(0.62, 0.6)] * 8)
+    path = tmp_path / "pilots" / "T2.json"
+    record = json.loads(path.read_text())
+    a = EXPERIMENTS["2"].arms["group/none"]
+    record["fingerprints"]["arms"][a.name] = {"arm": "else"}
+    path.write_text(json.dumps(record))
+    with pytest.raises(DefinitionMismatch, match=rf"the results of T2 \(their pilots in .*\) no longer hold: .*pilot "
+                                                 rf"and run them again.*\n  T2: arm {re.escape(a.name)}: arm: \"else\""):
+        report(["2"], str(tmp_path))
+    assert not (tmp_path / "summary.json").exists()
