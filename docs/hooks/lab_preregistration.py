@@ -13,7 +13,13 @@ MARKER = "<!-- lab-preregistration -->"
 
 def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
     if MARKER in markdown:
-        from trl_lite_lab.report import preregistration  # the lab's package: `pip install -e lab` in a clone
+        import importlib.util
+        import os
+        import sys
+
+        if importlib.util.find_spec("trl_lite_lab") is None:  # not installed (`pip install -e lab`): the clone's copy
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "lab"))
+        from trl_lite_lab.report import preregistration
 
         markdown = markdown.replace(MARKER, preregistration())
     return markdown
