@@ -36,16 +36,15 @@ from trl_lite import metrics  # noqa: E402
 from trl_lite.hub import template_path  # noqa: E402
 from trl_lite.rewards import REWARDS  # noqa: E402
 from trl_lite.tasks.arithmetic import embedded_policy_path  # noqa: E402
-from trl_lite.tasks.sumk import sumk_policy_path  # noqa: E402
-from trl_lite.train import resolve_accelerate_config, resolve_config  # noqa: E402
+from trl_lite.launch import resolve_accelerate_config  # noqa: E402
+from trl_lite.train import resolve_config  # noqa: E402
 
 recipes = ["lite_ppo_qwen3_4b_base", "lite_ppo_qwen3_8b_base", "grpo_qwen3_4b_base", "grpo_qwen3_8b_base",
            "dapo_qwen3_4b_base", "dapo_qwen3_8b_base", "instruct_qwen3_4b", "instruct_qwen3_8b"]
 configs = ["single_gpu", "multi_gpu", "deepspeed_zero2", "deepspeed_zero3", "deepspeed_zero3_offload"]
 files = [resolve_config(n) for n in recipes] + [resolve_accelerate_config(n) for n in configs] + [template_path()]
 files += [os.path.join(metrics.path("math_accuracy"), "math_accuracy.py"), os.path.join(here, "math_check.py")]
-files += [os.path.join(p, "model.safetensors") for p in (embedded_policy_path("carry-habit"),
-          embedded_policy_path("label-noise"), sumk_policy_path("base"), sumk_policy_path("aligned"))]
+files += [os.path.join(embedded_policy_path(), "model.safetensors")]  # the demo's one policy
 missing = [f for f in files if not os.path.isfile(f)]
 if missing:
     sys.exit(f"missing from the wheel: {missing}")

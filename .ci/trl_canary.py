@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = ["tests/test_trainer_parity.py", "tests/test_trl_differences.py", "tests/test_trl_contract.py"]
+TESTS = ["tests/trainer/test_trainer_parity.py", "tests/trainer/test_trl_differences.py", "tests/config/test_trl_contract.py"]
 
 
 def _contract_breaks() -> list[str]:

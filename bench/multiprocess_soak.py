@@ -6,7 +6,7 @@ after the other, while `--burners` processes spin on the CPU, and counts passes,
 mentions "terminate called" or SIGABRT.
 
     python bench/multiprocess_soak.py --repeat 10 --burners 2 \\
-        tests/test_multiprocess.py tests/test_multinode.py [--out bench/results/soak_mp.json]
+        tests/distributed/test_multiprocess.py tests/distributed/test_multinode.py [--out bench/results/soak_mp.json]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from tests.resume_run import SETTINGS  # noqa: E402
-from tests.test_multiprocess import torchrun  # noqa: E402
+from tests.distributed.test_multiprocess import torchrun  # noqa: E402
 
 
 def run(setting: str, processes: int, model_dir: str, work: str) -> dict:

@@ -38,7 +38,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, T
 from trl_lite import LitePPOConfig, LitePPOTrainer  # noqa: E402
 from trl_lite.checkpoints import last_complete_checkpoint  # noqa: E402
 from trl_lite.diagnostics_window import CLIPPED_TOKENS_FILE  # noqa: E402
-from trl_lite.tasks.arithmetic import arithmetic_dataset, embedded_policy_path, exact_answer_reward  # noqa: E402
+from trl_lite.tasks.arithmetic import arithmetic_dataset, exact_answer_reward  # noqa: E402
+
+# the ablation benchmark's label-noise policy (scripts/build_embedded_policy.py), beside the package
+LABEL_NOISE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "arith_label_noise")
 
 RSS_EVERY = 50
 BASELINE_STEP = 100
@@ -122,7 +125,7 @@ def main():
         save_strategy="steps", save_steps=cli.save_steps, save_total_limit=2, report_to="none", use_cpu=True,
         bf16=False, disable_tqdm=True, seed=cli.seed,
     )
-    model_id = embedded_policy_path()
+    model_id = LABEL_NOISE  # the policy the committed soak figures were measured with
     watch = Watch(output_dir)
     trainer = SoakTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_id), reward_funcs=exact_answer_reward, args=args,

@@ -48,7 +48,7 @@ def _model_and_data(name: str, work: str):
     from trl_lite.tasks.arithmetic import arithmetic_dataset, embedded_policy_path
 
     if name == "demo":
-        return embedded_policy_path("carry-habit"), arithmetic_dataset("medium,hard", split="train", seed=0)
+        return embedded_policy_path(), arithmetic_dataset("medium,hard", split="train", seed=0)
     path = os.path.join(work, "qwen3-25m")
     if not os.path.isdir(path):
         build_qwen3_model(path, **QWEN3_25M)

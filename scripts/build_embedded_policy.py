@@ -1,18 +1,19 @@
-"""Builds the small arithmetic policies shipped in `trl_lite/assets/` from scratch, offline, on CPU.
+"""Builds the small arithmetic policies from scratch, offline, on CPU: trl-lite's demo policy (`trl_lite/assets/`, the
+only one in the wheel) and those beside the package, in a clone.
 
 A 4-layer character-level Llama is taught the arithmetic task's answer format (`\\boxed{N}` then EOS) by supervised
-fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two policies come out of it:
+fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two kinds come out of it:
 
-- `arith_policy` ("label-noise", the tests', ablations' and lab's ADD policy): 35% of the SFT answers
+- `bench/policies/arith_label_noise` (the ablation benchmark's and soak run's policy, `bench/`): 35% of the SFT answers
   (`--label-noise`) are off by 1 or 10, so the policy's greedy answer is mostly right while a sampled one is often
   wrong: its sampled pass rate sits well above 0 and well below 1, and RL has signal to sharpen it within minutes on a
   CPU.
-- `arith_carry` ("carry-habit", the main job's default start): 70% of the SFT answers whose sum carries into the
+- `trl_lite/assets/arith_carry` (the demo policy: the main job's and `trl-lite ablate`'s default start): 70% of the SFT answers whose sum carries into the
   hundreds drop that carry (`--carry-habit`), and 10% of the rest (carries kept included) are off by 1 or 10. Its
   greedy answer is a+b-100 wherever that carry occurs, so greedy accuracy on the hard level starts near 0.45 and RL
   has a habit to fix. It needs more steps (at 2,000 its hard greedy accuracy was 0.16).
 
-    python scripts/build_embedded_policy.py                     # arith_policy: 2,000 steps, about 5 min on 2 cores
+    python scripts/build_embedded_policy.py                     # arith_label_noise: 2,000 steps, about 5 min on 2 cores
     python scripts/build_embedded_policy.py --output trl_lite/assets/arith_carry --label-noise 0.1 --carry-habit 0.7 \\
         --max-steps 5000                                        # arith_carry: about 9 min on 2 cores
     python scripts/build_embedded_policy.py --output lab/trl_lite_lab/policies/arith_carry_small --label-noise 0.1 \\
@@ -115,7 +116,7 @@ def sft_tiny_llama(tokenizer, train_dataset, *, max_positions: int, max_steps: i
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--output", default="trl_lite/assets/arith_policy")
+    parser.add_argument("--output", default="bench/policies/arith_label_noise")
     parser.add_argument("--max-steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label-noise", type=float, default=0.35)

@@ -5,7 +5,7 @@
 
 Each runs with nbclient (Jupyter's own runner) in a fresh kernel of this interpreter, from a temporary
 working folder (the runs they write go there), with a 10-minute limit per cell; a cell that raises stops it with the
-cell's traceback. tests/test_notebooks.py runs them the same way and checks their figures.
+cell's traceback. tests/docs/test_notebooks.py runs them the same way and checks their figures.
 """
 
 from __future__ import annotations

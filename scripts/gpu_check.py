@@ -29,7 +29,7 @@ of their time vLLM's start-up), and prints a PASS/FAIL table (also written as JS
   inside training (completion tokens / seconds in `VLLMGeneration.generate`) as a ratio to it.
 
 Without a CUDA GPU or without vLLM it stops at once with exit status 2 and says so. The verdicts, the table and the
-JSON are pure functions, tested on CPU (tests/test_gpu_check.py), as are the workers, through a vLLM stand-in.
+JSON are pure functions, tested on CPU (tests/distributed/test_gpu_check.py), as are the workers, through a vLLM stand-in.
 """
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ def main(argv=None):
         return 2
     if reason:
         print(f"gpu_check: {reason}; this script checks the vLLM colocate path on a GPU and needs both. "
-              "Without a GPU: --cpu runs the checks that need none on vLLM's CPU backend, and tests/test_vllm_cpu.py "
+              "Without a GPU: --cpu runs the checks that need none on vLLM's CPU backend, and tests/distributed/test_vllm_cpu.py "
               "exercises the same path there.",
               file=sys.stderr)
         return 2

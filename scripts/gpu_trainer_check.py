@@ -26,7 +26,7 @@ value to `--out` as JSON. It exits 0 only when every check passes.
   (`trl_lite/accelerate_configs/deepspeed_zero3.yaml`): ZeRO stage 3 in force, finite losses, the gathered weights
   moved; the DeepSpeed ops compiled on the machine (if any) are recorded.
 
-The verdicts, the table and the JSON are pure functions of the measured values (tests/test_gpu_trainer_check.py tests
+The verdicts, the table and the JSON are pure functions of the measured values (tests/distributed/test_gpu_trainer_check.py tests
 them with passing and failing results made by hand); `--device cpu` runs the whole check on CPU, in CI.
 """
 
@@ -76,7 +76,7 @@ PROMPTS = 64
 # against itself is recorded as `noise_floor`.
 # 1e-4 leaves a margin of about 40 over that, and is far below a real error: on the CPU rehearsal's model a
 # sequence-level instead of token-level mean moves the gradient by 0.21, a group std instead of the batch std by 0.30
-# (tests/test_gpu_trainer_check.py), a factor 2 by 1. The parity check runs that group-std control every time and
+# (tests/distributed/test_gpu_trainer_check.py), a factor 2 by 1. The parity check runs that group-std control every time and
 # requires it at least CONTROL_MINIMUM away: a comparison that cannot see a wrong update fails.
 PARITY_TOLERANCE = 1e-4
 CONTROL_MINIMUM = 100 * PARITY_TOLERANCE

@@ -1,4 +1,4 @@
-"""Run by tests/test_multiprocess.py under `torchrun --nproc_per_node N`: one Lite PPO step over a global batch of 8
+"""Run by tests/distributed/test_multiprocess.py under `torchrun --nproc_per_node N`: one Lite PPO step over a global batch of 8
 deterministic rollouts, then rank 0 saves the weights and the gathered advantages.
 
     torchrun --nproc_per_node 2 tests/dist_run.py MODEL_DIR OUT.pt LOSS_AGGREGATION [zero3|dynamic]
@@ -64,7 +64,7 @@ def main(model_dir: str, out: str, mode: str, backend: str = "ddp"):
             overlong_filter=True,
             advantage_mean="batch",  # statistics that span processes
             advantage_std="batch",
-            **extra,  # float64: see tests/test_exactness.py (DeepSpeed casts the weights to float32)
+            **extra,  # float64: see tests/trainer/test_exactness.py (DeepSpeed casts the weights to float32)
         )
     )
     trainer = RecordingTrainer(

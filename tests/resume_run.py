@@ -3,10 +3,10 @@
     python tests/resume_run.py MODEL_DIR OUT_DIR SETTING [RESUME_STEP]
     torchrun --nproc_per_node 2 tests/resume_run.py MODEL_DIR OUT_DIR SETTING [RESUME_STEP]
 
-Both runs train the tiny Llama in float64 (see tests/test_exactness.py) with sampled generation, so a resume has to
+Both runs train the tiny Llama in float64 (see tests/trainer/test_exactness.py) with sampled generation, so a resume has to
 restore the RNG, the data position and whatever the trainer keeps between steps. Rank 0 writes OUT_DIR/result.json:
 the largest weight difference, the largest difference of every logged value after step k, and both runs' logs.
-Used by tests/test_resume_exact.py and `python bench/resume.py`.
+Used by tests/trainer/test_resume_exact.py and `python bench/resume.py`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ SETTINGS = {
                     logging_steps=2, max_steps=6), reward_digit_count, lambda: prompt_dataset(), 3),
     "dapo": ({**recipe_settings("dapo"), "steps_per_generation": 2, "logging_steps": 2}, uniform_or_mixed,
              lambda: uniform_or_mixed_dataset(6, 6), 1),
-    # vLLM colocate through the test stand-in (tests/vllm_standin on PYTHONPATH; tests/test_vllm_seeds.py): its
+    # vLLM colocate through the test stand-in (tests/vllm_standin on PYTHONPATH; tests/trainer/test_vllm_seeds.py): its
     # per-request sampling seeds come from NumPy's global generator, which the checkpoint's RNG states restore;
     # resumed mid-cycle and at a cycle boundary
     "vllm": (dict(use_vllm=True, vllm_mode="colocate", steps_per_generation=2, max_steps=5), reward_digit_count,

@@ -1,5 +1,5 @@
 """The reference stack (.ci/reference.txt): the pinned packages on which the exact figures the README and the docs quote
-are measured. `differences` says how the installed stack departs from it; tests/test_main_job.py checks the demo's
+are measured. `differences` says how the installed stack departs from it; tests/trainer/test_main_job.py checks the demo's
 figures only where it does not, and .ci/upstream.py names what a newer release changed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run by tests/test_teardown.py under `torchrun --nproc_per_node 2`: one DDP backward pass on gloo, then how the
+"""Run by tests/distributed/test_teardown.py under `torchrun --nproc_per_node 2`: one DDP backward pass on gloo, then how the
 process ends. Each process writes OUT_DIR/rank<R>.json with the native threads it has at each point.
 
     torchrun --nproc_per_node 2 tests/teardown_run.py OUT_DIR {return,raise,exit3,exit_message}

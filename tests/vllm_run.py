@@ -1,4 +1,4 @@
-"""Run by tests/test_vllm_colocate.py in a subprocess whose PYTHONPATH holds tests/vllm_standin (the test-only vLLM):
+"""Run by tests/trainer/test_vllm_colocate.py in a subprocess whose PYTHONPATH holds tests/vllm_standin (the test-only vLLM):
 LitePPOTrainer with `use_vllm=True, vllm_mode="colocate"` through TRL's real `VLLMGeneration`.
 
     python tests/vllm_run.py MODEL_DIR OUT_DIR SCENARIO

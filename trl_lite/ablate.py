@@ -171,70 +171,26 @@ def read_metrics(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if not values:
-        return float("nan"), float("nan")
-    mean = sum(values) / len(values)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
-    return mean, math.sqrt(var)
-
-
-def _series(histories: list[list[dict]], key: str) -> tuple[list[int], list[float], list[float]]:
-    """Per step: mean and std over the seeds that logged `key` at that step."""
-    by_step: dict[int, list[float]] = {}
-    for history in histories:
-        for row in history:
-            if row.get(key) is not None:
-                by_step.setdefault(row["step"], []).append(float(row[key]))
-    steps = sorted(by_step)
-    stats = [_mean_std(by_step[s]) for s in steps]
-    return steps, [m for m, _ in stats], [s for _, s in stats]
-
-
-def _smooth(values: list[float], window: int) -> list[float]:
-    """Trailing moving average over up to `window` points (the first points average what there is)."""
-    return [sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
-            for i in range(len(values))]
-
-
 def plot(output_dir: str, histories: dict[str, list[list[dict]]], accuracy_keys: dict[str, str],
          smooth: int = 5) -> list[str]:
-    """Draws the four figures: one line per recipe (mean over seeds, a trailing moving average over `smooth` logged
-    points) with a +/- 1 std band over seeds; one panel per metric. Returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Draws `FIGURES` with [`trl_lite.curves.seed_bands`]: one line per recipe (mean over seeds, a trailing moving
+    average over `smooth` logged points) with a +/- 1 std band over seeds, one panel per metric. Returns their
+    paths."""
+    from .curves import save_figure, seed_bands
 
     paths = []
     for filename, (label, keys) in FIGURES.items():
-        panels = keys or [None]  # None: each recipe's accuracy key
-        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
-        for ax, key in zip(axes[0], panels):
-            for recipe, runs in histories.items():
-                steps, mean, std = _series(runs, key or accuracy_keys[recipe])
-                if not steps:
-                    continue
-                mean, std = _smooth(mean, smooth), _smooth(std, smooth)
-                line = ax.plot(steps, mean, label=recipe)[0]
-                ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                                color=line.get_color(), alpha=0.15)
-            ax.set_xlabel("optimizer step")
-            ax.set_title(key or label)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend()
-        axes[0][0].set_ylabel(label)
-        fig.tight_layout()
-        path = os.path.join(output_dir, filename)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
+        panels = {key: {recipe: (runs, key) for recipe, runs in histories.items()} for key in keys} if keys else \
+            {label: {recipe: (runs, accuracy_keys[recipe]) for recipe, runs in histories.items()}}
+        fig = seed_bands(panels, ylabel=label, window=smooth)
+        paths.append(save_figure(fig, os.path.join(output_dir, filename)))
     return paths
 
 
 def summarize(results: dict[str, list[dict]]) -> tuple[str, list[dict]]:
     """The markdown summary table and its rows (one per recipe, mean +/- std over seeds)."""
+    from .curves import mean_std as _mean_std
+
     rows = []
     for recipe, runs in results.items():
         train_mean, train_std = _mean_std([r["final_train_accuracy"] for r in runs])

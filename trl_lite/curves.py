@@ -4,7 +4,9 @@ The paper argues with curves: reward, accuracy, the tokens clipped at each bound
 rewards are. A run of [`LitePPOTrainer`] logs the same diagnostics (docs/diagnostics.md). [`series`] reads them from a
 log history, [`plot`] draws one run or several over each other (the notebook's comparison of two settings), [`save`]
 writes the PNG with what it shows in its metadata, and [`add_to_card`] puts the figure into a model card:
-[`LitePPOTrainer`] does so for every model and checkpoint it saves (`trl_lite.hub.ModelCardMixin`).
+[`LitePPOTrainer`] does so for every model and checkpoint it saves (`trl_lite.hub.ModelCardMixin`). For several seeds
+of several settings, [`seed_bands`] draws the mean over seeds with a +/- 1 std band (`trl-lite ablate`'s figures, the
+lab's report), from [`over_seeds`] and [`smooth`].
 
 Plain matplotlib `Figure`s (no pyplot state): safe in a training process, shown inline by Jupyter.
 """
@@ -228,3 +230,70 @@ def add_to_card(output_dir: str, log_history: list[dict], points: Mapping[str, l
     with open(card, "w", encoding="utf-8") as f:
         f.write(text)
     return path if rows else None
+
+
+################
+# Several seeds: mean and a +/- 1 std band
+################
+def mean_std(values: list) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1) of the finite values (None and NaN left out); the std of one value is
+    0, and both are NaN when none is left."""
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not values:
+        return float("nan"), float("nan")
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+    return mean, math.sqrt(var)
+
+
+def over_seeds(histories: list[list[dict]], key: str) -> tuple[list[int], list[float], list[float]]:
+    """Per logged step: the mean and std ([`mean_std`]) of `key` over the runs (log histories, one per seed) that
+    logged it at that step."""
+    by_step: dict[int, list[float]] = {}
+    for history in histories:
+        for row in history:
+            if row.get(key) is not None:
+                by_step.setdefault(row["step"], []).append(float(row[key]))
+    steps = sorted(by_step)
+    stats = [mean_std(by_step[s]) for s in steps]
+    return steps, [m for m, _ in stats], [s for _, s in stats]
+
+
+def smooth(values: list[float], window: int) -> list[float]:
+    """Trailing moving average over up to `window` points (the first points average what there is)."""
+    return [sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+            for i in range(len(values))]
+
+
+def seed_bands(panels: Mapping[str, Mapping[str, tuple[list[list[dict]], str]]], *, ylabel: str, window: int = 5,
+               band: bool = True):
+    """One panel per title of `panels` (`{title: {line label: (log histories over seeds, key)}}`), each line the mean
+    over seeds ([`over_seeds`]) smoothed over `window` logged points ([`smooth`]), with a +/- 1 std band unless `band=False`.
+    Returns a matplotlib `Figure`."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6 * len(panels), 4), layout="constrained")
+    axes = [fig.add_subplot(1, len(panels), i + 1) for i in range(len(panels))]
+    for ax, (title, lines) in zip(axes, panels.items()):
+        for label, (histories, key) in lines.items():
+            steps, mean, std = over_seeds(histories, key)
+            if not steps:
+                continue
+            mean, std = smooth(mean, window), smooth(std, window)
+            line = ax.plot(steps, mean, label=label)[0]
+            if band:
+                ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                                color=line.get_color(), alpha=0.15)
+        ax.set_xlabel("optimizer step")
+        ax.set_title(title)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+    axes[0].set_ylabel(ylabel)
+    return fig
+
+
+def save_figure(fig, path: str, dpi: int = 100) -> str:
+    """Writes a plain PNG of `fig` to `path` (no metadata: [`save`] adds what a [`plot`] figure shows); returns
+    `path`."""
+    fig.savefig(path, dpi=dpi)
+    return path

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from transformers import TrainerCallback
 
-from .data import transformers_sampler
+from .sampling import transformers_sampler
 from .scoring import evaluate_benchmarks
 
 

@@ -60,43 +60,6 @@ def load_benchmarks(names: list[str], data_dir: str | None = None, limit: int | 
     return out
 
 
-def _vllm_available() -> bool:
-    try:
-        import torch
-        import vllm  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-def vllm_sampler(model: str, *, max_new_tokens: int, temperature: float, top_p: float, seed: int = 0):
-    from vllm import LLM, SamplingParams
-
-    llm = LLM(model=model, seed=seed)
-
-    def sample(prompts, k):
-        params = SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
-        outputs = llm.chat(prompts, params, use_tqdm=True)
-        return [[o.text for o in out.outputs] for out in outputs]
-
-    return sample
-
-
-def make_sampler(model: str, *, max_new_tokens: int, temperature: float, top_p: float = 1.0, seed: int = 0):
-    """A `sample(prompts, k)` for a policy path or Hub id: vLLM when it is installed and a GPU is present,
-    `transformers` generation otherwise (used by `trl-lite eval` and for `trl_lite.data.split_by_difficulty`)."""
-    if _vllm_available():
-        print("generating with vLLM", file=sys.stderr)
-        return vllm_sampler(model, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .data import transformers_sampler
-
-    print("generating with transformers", file=sys.stderr)
-    return transformers_sampler(AutoModelForCausalLM.from_pretrained(model), AutoTokenizer.from_pretrained(model),
-                                max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-
-
 def _data_dir_hint(names: list[str]) -> str:
     files = ", ".join(f"{name}.jsonl" for name in names)
     return f"pass --data-dir DIR with local files ({files}; .parquet or .json also read) with the Hub dataset's columns"
@@ -153,6 +116,8 @@ def main(argv: list[str] | None = None) -> dict:
             _exit_if_hub_unreachable(err, "dataset", SOURCES.get(name).hub_id, _data_dir_hint(names))
             raise
     try:
+        from .sampling import make_sampler
+
         sample = make_sampler(args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                               top_p=args.top_p, seed=args.seed)
     except Exception as err:

@@ -248,6 +248,11 @@ def exact_answer_reward(completions, answer, **kwargs) -> list[float]:
     return [float(last_boxed(completion_text(c)) == str(a).strip()) for c, a in zip(completions, answer)]
 
 
+def exact_check(completion: str, gold: str) -> str:
+    """`exact_answer_reward` as an answer check for `trl_lite.scoring.score_benchmark`: `"correct"` or `"wrong"`."""
+    return "correct" if exact_answer_reward([completion], [gold])[0] == 1.0 else "wrong"
+
+
 @REWARDS.register("boxed_format")
 def boxed_format_reward(completions, **kwargs) -> list[float]:
     """1.0 when the completion puts a final answer inside `\\boxed{}`, else 0.0."""

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 ON_SYNC_MISMATCH = ("warn", "raise", "ignore")
 
-# Default threshold on the gap, in nats per token, set from the CPU stand-in (tests/test_sync_alarm.py, bench/README.md
+# Default threshold on the gap, in nats per token, set from the CPU stand-in (tests/trainer/test_sync_alarm.py, bench/README.md
 # "Stale-weight alarm"): over 20 steps of the tiny Llama the correct engine's gap stays below 2e-7 in float32 and below
 # 7e-4 with its bf16 model copy (15x under the threshold); an engine left one step behind (learning rate 0.1) shows
 # 0.019 on the first sync after the policy moved, and the gap grows with every step it stays behind. vLLM's own bf16

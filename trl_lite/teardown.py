@@ -4,13 +4,18 @@ A finished multi-process run could die with SIGABRT ("terminate called without a
 step, which a job scheduler reports as a failed job. The cause: `DistributedDataParallel`'s reducer keeps its process
 group alive after `destroy_process_group()` (torch 2.13, gloo: one DDP backward pass is enough; DeepSpeed's ZeRO-3
 groups likewise), so gloo's worker threads (`pt_gloo_runloop`, `gloo_tcp_loop`) are still running when the interpreter
-tears down and C++ static destructors run under them. `tests/test_teardown.py` shows the threads outliving
+tears down and C++ static destructors run under them. `tests/distributed/test_teardown.py` shows the threads outliving
 `destroy_process_group()`.
 
 [`exit_cleanly`] ends such a process the way it would end anyway, minus that teardown: `atexit` handlers run (logging,
 trackers, a colocated vLLM engine's shutdown, which needs the process group), the process group is destroyed, standard
 streams are flushed, and the process exits with `os._exit` and the status it would have had (0; 1 after an exception,
 whose traceback is printed; `sys.exit`'s code). On one process it does nothing: the interpreter ends as usual.
+
+A colocated vLLM engine tears down the process subgroups it made when it shuts down, by default from a finalizer at
+interpreter exit. Once the process group is gone (`Accelerator.end_training()`, which the main job calls, destroys
+it) that shutdown fails with `ValueError: Invalid process group specified`, a traceback at the end of a successful
+run. [`shutdown_vllm`] shuts the engine down first; call it before leaving the process group.
 """
 
 from __future__ import annotations
@@ -34,6 +39,18 @@ def multi_process() -> bool:
     DeepSpeed) started several processes (`WORLD_SIZE` > 1; the group may already have been left, as
     `Accelerator.end_training` does)."""
     return in_process_group() or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+
+
+def shutdown_vllm(trainer) -> bool:
+    """Shuts down `trainer`'s colocated vLLM engine (TRL's `trainer.vllm_generation.llm`) while the process group it
+    was built in is still up, so that nothing is left for its exit-time finalizer; returns whether there was one. The
+    trainer cannot generate with vLLM afterwards."""
+    llm = getattr(getattr(trainer, "vllm_generation", None), "llm", None)
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)  # vLLM's engine-core client
+    if core is None:
+        return False
+    core.shutdown()  # detaches its finalizer, then tears the engine down
+    return True
 
 
 def finish(status: int = 0) -> None:

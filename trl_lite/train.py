@@ -5,8 +5,8 @@ shipped in the package (a character model taught the answer format by SFT with a
 hundreds, see
 `scripts/build_embedded_policy.py`) learns the built-in arithmetic task with Lite PPO, and a before/after table of
 held-out accuracy on the hard level is printed (seed 0: greedy 0.454 -> 0.806, sampled 0.502 -> 0.690, measured by
-`tests/test_main_job.py::test_demo_figures`). `--task sumk` trains one of the two shipped SUM-k policies instead
-(`trl_lite/tasks/sumk.py`):
+`tests/trainer/test_main_job.py::test_demo_figures`). `--task sumk --model_name_or_path PATH` trains a small policy on SUM-k
+instead (`trl_lite/tasks/sumk.py`; the lab's SUM-k policies are in a clone, `lab/trl_lite_lab/policies/`):
 
     trl-lite train
     trl-lite train --max_steps 20                      # the demo, for 20 steps: each flag overrides its own field
@@ -49,11 +49,9 @@ At real scale every LitePPOConfig field is a flag:
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 
 import torch
 from datasets import load_dataset
@@ -64,12 +62,23 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from .checkpoints import resolve_resume
 from .config import LitePPOConfig
 from .data import LOCAL_FILE_TYPES, chat_prompt, read_local
-from .hub import HubPushError
 from .argv import apply_recipe_defaults, flag_value
+from .hub import HubPushError
+from .launch import (
+    LAUNCH_HELP,
+    check_flags,
+    has_accelerator,
+    launch_args,
+    launch_flags,
+    option_strings,
+    resolve_flag,
+    shipped_file,
+    split_argv,
+)
 from .rewards import REWARDS
 from .tasks.arithmetic import arithmetic_dataset, embedded_policy_path, pass_rate
-from .tasks.sumk import sumk_dataset, sumk_policy_path
-from .teardown import exit_cleanly
+from .tasks.sumk import sumk_dataset
+from .teardown import exit_cleanly, shutdown_vllm
 from .trainer import LitePPOTrainer
 from .vllm_cpu import use_vllm_problem
 
@@ -95,22 +104,11 @@ class ScriptArguments:
     task: str = field(
         default="arithmetic",
         metadata={"help": "Built-in task when dataset_name is unset: 'arithmetic' (3-digit additions with the "
-                          "embedded character policy) or 'sumk' (SUM-k with a shipped policy, see sumk_policy).",
+                          "embedded character policy) or 'sumk' (SUM-k; needs model_name_or_path, e.g. a lab policy "
+                          "from a clone: lab/trl_lite_lab/policies/sumk_base).",
                   "choices": ["sumk", "arithmetic"]},
     )
-    sumk_policy: str = field(
-        default="aligned",
-        metadata={"help": "SUM-k task: the shipped policy to start from when model_name_or_path is unset, 'base' "
-                          "(base-like) or 'aligned' (aligned-like); see trl_lite/lab.", "choices": ["base", "aligned"]},
-    )
     sumk_ks: str = field(default="2,3", metadata={"help": "SUM-k task: numbers of operands to train and evaluate on."})
-    arithmetic_policy: str = field(
-        default="carry-habit",
-        metadata={"help": "Arithmetic task: the shipped policy to start from when model_name_or_path is unset, "
-                          "'carry-habit' (drops the carry into the hundreds in most answers; RL fixes it) or "
-                          "'label-noise' (greedy mostly right already, samples often wrong).",
-                  "choices": ["carry-habit", "label-noise"]},
-    )
     train_levels: str = field(default="medium,hard", metadata={"help": "Arithmetic task: levels to train on."})
     eval_level: str = field(default="hard", metadata={"help": "Arithmetic task: held-out level reported before/after."})
     eval_problems: int = field(default=500,
@@ -128,15 +126,10 @@ DEMO_DEFAULTS = {
     "save_strategy": "steps", "save_steps": 50, "save_total_limit": 1, "bf16": False, "lr_scheduler_type": "constant",
     "seed": 0,
 }
-# `--task sumk`: 8 prompts x 8 completions per generation batch in 2 optimizer steps, up to 96 tokens each
+# `--task sumk` (its policies are the lab's, as small as the demo's): 8 prompts x 8 completions per generation batch in
+# 2 optimizer steps, up to 96 tokens each
 SUMK_DEMO_DEFAULTS = {"max_steps": 60, "per_device_train_batch_size": 32, "steps_per_generation": 2,
                       "max_completion_length": 96, "logging_steps": 5, "save_steps": 20}
-
-
-def has_accelerator() -> bool:
-    """Whether torch sees a device other than the CPU (CUDA, XPU or Apple MPS)."""
-    xpu = getattr(torch, "xpu", None)
-    return torch.cuda.is_available() or bool(xpu and xpu.is_available()) or torch.backends.mps.is_available()
 
 
 def make_parser() -> TrlParser:
@@ -144,47 +137,14 @@ def make_parser() -> TrlParser:
                      epilog=LAUNCH_HELP)
 
 
-def _shipped_file(field: str, value: str, package: str, kind: str) -> str:
-    """`value` as a file path: a path, or the name (with or without `.yaml`) of a YAML file shipped in `package`; an
-    error naming the field, the value and the shipped names otherwise."""
-    if os.path.isfile(value):
-        return value
-    shipped = resources.files(package)
-    candidate = shipped.joinpath(value if value.endswith(".yaml") else f"{value}.yaml")
-    if candidate.is_file():
-        return str(candidate)
-    names = sorted(p.name[:-5] for p in shipped.iterdir() if p.name.endswith(".yaml"))
-    raise ValueError(f"{field}={value!r} is neither a file nor a {kind} shipped with trl-lite; expected a YAML path or "
-                     f"one of {names}.")
-
-
 def resolve_config(value: str) -> str:
     """A `--config` value as a file path: a path, or the name of a recipe file shipped in `trl_lite/recipe_configs/`."""
-    return _shipped_file("config", value, "trl_lite.recipe_configs", "recipe")
-
-
-def _resolve_flag(argv: list[str], flag: str, to: str, resolve) -> list[str]:
-    """argv with each `flag V` / `flag=V` replaced by `to resolve(V)` (the spaced form, which TrlParser and accelerate
-    both read); a flag without a value is an error naming it."""
-    out, i = [], 0
-    while i < len(argv):
-        name, eq, value = argv[i].partition("=")
-        if name != flag:
-            out.append(argv[i])
-            i += 1
-            continue
-        if not eq:
-            if i + 1 >= len(argv):
-                raise ValueError(f"{flag} needs a value: a YAML path or a shipped name.")
-            value = argv[i + 1]
-        out += [to, resolve(value)]
-        i += 1 if eq else 2
-    return out
+    return shipped_file("config", value, "trl_lite.recipe_configs", "recipe")
 
 
 def _normalize(argv: list[str]) -> list[str]:
     """`--config=X` as `--config PATH` (TrlParser reads only the spaced form), with shipped names resolved."""
-    return _resolve_flag(argv, "--config", "--config", resolve_config)
+    return resolve_flag(argv, "--config", "--config", resolve_config)
 
 
 def _config_values(argv: list[str]) -> dict:
@@ -200,14 +160,16 @@ def _config_values(argv: list[str]) -> dict:
 
 def cli_defaults(argv: list[str]) -> dict:
     """The defaults for the fields a command line leaves unset: the demo's while no model is named (on the command line
-    or in `--config`), and `use_cpu` on machines without an accelerator."""
+    or in `--config`) or the task is SUM-k (whose policies are as small as the demo's), and `use_cpu` on machines
+    without an accelerator."""
     config = _config_values(argv)
     defaults = {} if has_accelerator() else {"use_cpu": True}
     model = flag_value(argv, "--model_name_or_path") or config.get("model_name_or_path")
-    if model is None:
+    sumk = (flag_value(argv, "--task") or config.get("task")) == "sumk"
+    if model is None or sumk:
         defaults.update(DEMO_DEFAULTS)
-        if (flag_value(argv, "--task") or config.get("task")) == "sumk":
-            defaults.update(SUMK_DEMO_DEFAULTS)
+    if sumk:
+        defaults.update(SUMK_DEMO_DEFAULTS)
     return defaults
 
 
@@ -218,81 +180,13 @@ def parse_cli(argv: list[str]):
     parser = make_parser()
     parser.set_defaults(**cli_defaults(argv))
     apply_recipe_defaults(parser, argv)  # TrlParser applies --config's values after these, so they win
-    check_flags(argv, parser)
+    check_flags(argv, parser, prog=PROG)
     return parser.parse_args_and_config(args=argv)
 
 
 ################
-# Launching through accelerate
+# The command line: here, or through `accelerate launch` (trl_lite/launch.py)
 ################
-LAUNCH_HELP = """launching (as `trl <method> --accelerate_config`):
-  --accelerate_config NAME|PATH
-                        Run through `accelerate launch` with this config: a file, or one shipped in
-                        trl_lite/accelerate_configs (single_gpu, multi_gpu, deepspeed_zero2, deepspeed_zero3,
-                        deepspeed_zero3_offload).
-  --num_processes N, --num_machines M, --machine_rank R, --main_process_ip IP, --main_process_port P, ...
-                        Any other flag of `accelerate launch` (see `accelerate launch --help`) that is not a training
-                        flag goes to accelerate, and launches through it."""
-
-
-def _option_strings(parser) -> set[str]:
-    return {opt for action in parser._actions for opt in action.option_strings if opt.startswith("--")}
-
-
-def _launch_flags() -> set[str]:
-    from accelerate.commands.launch import launch_command_parser
-
-    return _option_strings(launch_command_parser()) - {"--help"}
-
-
-def _split(argv: list[str], known: set[str], launch: set[str]) -> tuple[list[str], list[str], list[str]]:
-    """(training args, launch args, unknown flags): each `--flag` with the values that follow it goes to the training
-    side when the training parser knows it (TRL's rule for flags both know), else to accelerate when it knows it."""
-    train, accel, unknown = [], [], []
-    side = train
-    for arg in argv:
-        if arg.startswith("--"):
-            name = arg.split("=", 1)[0]
-            if name in known or name == "--config":
-                side = train
-            elif name in launch or name == "--accelerate_config":
-                side = accel
-            else:
-                unknown.append(name)
-                side = train
-        side.append(arg)
-    return train, accel, unknown
-
-
-def check_flags(argv: list[str], parser, launch: set[str] | None = None) -> None:
-    """Exits with one line naming an unknown flag and its closest matches among the training and launch flags."""
-    known = _option_strings(parser)
-    launch = set() if launch is None else launch
-    _, _, unknown = _split(argv, known, launch)
-    if unknown:
-        name = unknown[0]
-        flags = known | launch | {"--accelerate_config"}
-        flags = {f for f in flags if "-" not in f[2:] or "--" + f[2:].replace("-", "_") not in flags}
-        close = difflib.get_close_matches(name, sorted(flags), n=1, cutoff=0.6)  # `--x_y`, not its `--x-y` alias
-        hint = f"; did you mean {close[0]}?" if close else "; see `trl-lite train --help`."
-        sys.exit(f"{PROG}: error: unrecognized flag {name}{hint}")
-
-
-def resolve_accelerate_config(value: str) -> str:
-    """An `--accelerate_config` value as a path: a file, or the name of a config shipped in trl_lite/accelerate_configs."""
-    return _shipped_file("accelerate_config", value, "trl_lite.accelerate_configs", "config")
-
-
-def launch_args(accel: list[str]) -> list[str]:
-    """`accelerate launch` arguments from the launch side of a command line: `--accelerate_config X` becomes
-    `--config_file PATH`; without an accelerator, mixed precision is off unless asked for (the shipped configs say
-    bf16, which a CPU cannot run)."""
-    out = _resolve_flag(accel, "--accelerate_config", "--config_file", resolve_accelerate_config)
-    if not has_accelerator() and not any(a.split("=", 1)[0] in ("--mixed_precision", "--mixed-precision") for a in out):
-        out += ["--mixed_precision", "no"]
-    return out
-
-
 def cli(argv: list[str] | None = None) -> None:
     """`trl-lite train`: parses the command line; runs the main job here, or launches it through `accelerate launch`
     when a launch flag is given."""
@@ -300,9 +194,9 @@ def cli(argv: list[str] | None = None) -> None:
     parser = make_parser()
     if any(a in ("-h", "--help") for a in argv):
         parser.parse_args(["--help"])  # prints the help (with the launch flags in its epilog) and exits
-    launch = _launch_flags()
-    train, accel, _ = _split(argv, _option_strings(parser), launch)
-    check_flags(argv, parser, launch)
+    launch = launch_flags()
+    train, accel, _ = split_argv(argv, option_strings(parser), launch)
+    check_flags(argv, parser, launch, prog=PROG)
     try:  # a bad name or value (config, accelerate_config, any field) is one line, before anything is loaded
         parsed = parse_cli(train)
         accel = launch_args(accel) if accel else accel
@@ -418,6 +312,10 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     unknown = [name for name in reward_names if name not in REWARDS]
     if unknown:
         raise ValueError(f"reward_funcs={script_args.reward_funcs!r} names {unknown}; accepted: {REWARDS.names()}.")
+    if builtin and script_args.task == "sumk" and model_args.model_name_or_path is None:
+        sys.exit(f"{PROG}: error: task='sumk' needs model_name_or_path: trl-lite ships one policy, the arithmetic "
+                 "demo's; SUM-k's small policies are the lab's, in a clone (e.g. --model_name_or_path "
+                 "lab/trl_lite_lab/policies/sumk_base, or sumk_aligned).")
     if builtin and script_args.task == "sumk":
         ks = [int(k) for k in script_args.sumk_ks.split(",")]
         train_set = sumk_dataset(20_000, split="train", ks=ks, seed=training_args.seed)
@@ -436,9 +334,7 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
     ################
     # Model
     ################
-    model_id = model_args.model_name_or_path or (
-        embedded_policy_path(script_args.arithmetic_policy) if script_args.task == "arithmetic"
-        else sumk_policy_path(script_args.sumk_policy))
+    model_id = model_args.model_name_or_path or embedded_policy_path()
     tokenizer, model = load_model(model_id, model_args)
 
     ################
@@ -485,8 +381,9 @@ def main(script_args: ScriptArguments, training_args: LitePPOConfig, model_args:
             trainer.push_to_hub(dataset_name=datasets)  # saves the model and its card locally first
         except HubPushError as err:
             failed = err
-    # Every process leaves its process group (a no-op on one process); the entry points then end the process without
-    # interpreter teardown (trl_lite/teardown.py)
+    # A colocated vLLM engine shuts down while the process group is up (trl_lite/teardown.py); then every process
+    # leaves its process group, and the entry points end the process without interpreter teardown
+    shutdown_vllm(trainer)
     trainer.accelerator.end_training()
     if failed is not None:
         print(failed, file=sys.stderr)

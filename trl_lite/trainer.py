@@ -6,7 +6,11 @@ import textwrap
 import torch
 from accelerate.utils import set_seed
 from datasets import IterableDataset
-from trl import GRPOConfig, GRPOTrainer
+
+from .vllm_cpu import quiet_vllm
+
+with quiet_vllm():  # TRL's trainer module imports vLLM when it is installed
+    from trl import GRPOConfig, GRPOTrainer
 
 from .advantages import normalize_advantages, normalize_then_sum, resolve_auto_std, zero_std_group_fraction
 from .aggregation import OBJECTIVE_LOSS_TYPES, sequence_weights
@@ -159,7 +163,8 @@ class LitePPOTrainer(
                 "dynamic_sampling=True is not supported with an IterableDataset train_dataset; expected a map-style "
                 "dataset, from which fresh prompts are drawn to refill the batch."
             )
-        with engine_in_trainer_dtype(args, model):  # vLLM's CPU backend: the engine in the trainer's dtype
+        # vLLM's CPU backend: the engine in the trainer's dtype, without the noise vLLM prints there
+        with engine_in_trainer_dtype(args, model), quiet_vllm():
             super().__init__(
                 model, reward_funcs, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                 processing_class=processing_class, reward_processing_classes=reward_processing_classes,

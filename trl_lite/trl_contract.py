@@ -132,40 +132,40 @@ def _has_callbacks(value):
 _GRPO = "trl.GRPOTrainer"
 _VLLM_GENERATION = "trl.generation.vllm_generation.VLLMGeneration"
 _TRAINER = "transformers.Trainer"
-_PARITY = "tests/test_trainer_parity.py"
-_DIFF = "tests/test_trl_differences.py"
-_RESUME = "tests/test_resume_exact.py"
+_PARITY = "tests/trainer/test_trainer_parity.py"
+_DIFF = "tests/trainer/test_trl_differences.py"
+_RESUME = "tests/trainer/test_resume_exact.py"
 
 CONTRACT: tuple[Assumption, ...] = (
     # ------------------------------------------------------------------ private helpers imported from TRL
     Assumption("trl.trainer.utils.is_async_callable", "import", "trl",
                "`is_async_callable(func) -> bool`: whether TRL awaits a reward function (its guard must be async too)",
-               params=("func",), verified_by="tests/test_reward_faults.py"),
+               params=("func",), verified_by="tests/trainer/test_reward_faults.py"),
     Assumption("trl.trainer.utils.RepeatSampler", "import", "trl",
                "`RepeatSampler(data_source, mini_repeat_count, batch_size, repeat_count, shuffle, seed)` yields each "
                "prompt index `mini_repeat_count` times in a row, `batch_size` prompts at a time, shuffled by `seed`: "
                "TRL's own prompt order, which dynamic sampling's refills follow",
                params=("data_source", "mini_repeat_count", "batch_size", "repeat_count", "shuffle", "seed"),
-               verified_by="tests/test_dynamic_sampling.py"),
+               verified_by="tests/trainer/test_dynamic_sampling.py"),
     Assumption("trl.trainer.utils.get_config_model_id", "import", "trl",
                "`get_config_model_id(config) -> str`: the model id for the default output_dir and the model card",
-               params=("config",), verified_by="tests/test_model_card.py"),
+               params=("config",), verified_by="tests/config/test_model_card.py"),
     Assumption("trl.rewards.get_soft_overlong_punishment", "import", "trl",
                "`get_soft_overlong_punishment(max_completion_len, soft_punish_cache)`: DAPO's length penalty as a "
                "reward function", params=("max_completion_len", "soft_punish_cache"),
-               verified_by="tests/test_rewards.py"),
+               verified_by="tests/unit/test_rewards.py"),
     # ------------------------------------------------------------------ VLLMGeneration (`GRPOTrainer.vllm_generation`
     # when `use_vllm=True`: `mode`, `llm`, the in-process `vllm.LLM` in colocate mode), methods trl-lite calls
     Assumption("_iter_named_params", "method", _VLLM_GENERATION,
                "`_iter_named_params()` yields `(name, tensor)` under vLLM's names, one parameter at a time: gathered "
                "from ZeRO-3 shards, with a LoRA adapter merged while it yields and unmerged in place once it ends. "
                "trl-lite streams it into vLLM's layerwise reload on vLLM's CPU backend (trl_lite/vllm_cpu.py)",
-               verified_by="tests/test_vllm_cpu.py"),
+               verified_by="tests/distributed/test_vllm_cpu.py"),
     Assumption("sync_weights", "method", _VLLM_GENERATION,
                "`sync_weights()` pushes the trainer's weights to vLLM and resets its prefix cache; trl-lite replaces "
                "it on the instance where vLLM runs on its CPU backend. TRL builds the colocated engine as "
                "`trl.generation.vllm_generation.LLM(...)` without a dtype (`vllm_generation_module`)",
-               verified_by="tests/test_vllm_cpu.py"),
+               verified_by="tests/distributed/test_vllm_cpu.py"),
     # ------------------------------------------------------------------ GRPOTrainer methods wrapped or called
     Assumption("_generate", "method", _GRPO,
                "`_generate(prompts)` returns a tuple whose item 1 is the completions' token ids, one list per prompt "
@@ -175,7 +175,7 @@ CONTRACT: tuple[Assumption, ...] = (
                "`_calculate_rewards(inputs, prompts, completions, completion_ids_list)` returns the rewards (N, F) "
                "gathered over processes in process order, NaN where a function returned None",
                params=("inputs", "prompts", "completions", "completion_ids_list"),
-               verified_by="tests/test_reward_faults.py"),
+               verified_by="tests/trainer/test_reward_faults.py"),
     Assumption("_generate_and_score_completions", "method", _GRPO,
                "`_generate_and_score_completions(inputs)` generates, scores and returns this process's batch as a "
                "dict (see the output keys); its `advantages` are recomputed afterwards",
@@ -190,13 +190,13 @@ CONTRACT: tuple[Assumption, ...] = (
                "`sum(per_token_loss * mask) / (num_items_in_batch / P * accumulation / steps_per_generation)`; for "
                "sapo the mean of per-sequence token means divided by accumulation; the KL term (beta > 0) is added "
                "per token before aggregation; the objectives are positively homogeneous in `advantages`",
-               params=("model", "inputs"), verified_by=f"{_PARITY}, {_DIFF}, tests/test_objectives.py"),
+               params=("model", "inputs"), verified_by=f"{_PARITY}, {_DIFF}, tests/trainer/test_objectives.py"),
     Assumption("_get_per_token_logps_and_entropies", "method", _GRPO,
                "`_get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, ...)` returns "
                "a tuple starting with per-token log-probs (B, T) and entropies (B, T) or None; `_compute_loss` calls "
                "it once for the policy forward",
                params=("model", "input_ids", "attention_mask", "logits_to_keep"),
-               verified_by="tests/test_diagnostics.py, tests/test_aggregation.py"),
+               verified_by="tests/unit/test_diagnostics.py, tests/unit/test_aggregation.py"),
     Assumption("_save_checkpoint", "method", _GRPO,
                "`_save_checkpoint(model, trial)` writes the checkpoint folder `checkpoint-<global_step>` under "
                "`_get_output_dir(trial)`: weights, optimizer, scheduler and RNG states, then `trainer_state.json` "
@@ -212,25 +212,25 @@ CONTRACT: tuple[Assumption, ...] = (
                verified_by=_RESUME),
     Assumption("_push_from_checkpoint", "method", _TRAINER,
                "`_push_from_checkpoint(checkpoint_folder)` pushes a saved checkpoint to the Hub",
-               params=("checkpoint_folder",), verified_by="tests/test_model_card.py"),
+               params=("checkpoint_folder",), verified_by="tests/config/test_model_card.py"),
     Assumption("save_model", "method", _TRAINER,
                "`save_model(output_dir, _internal_call)` saves the final model and, with `push_to_hub`, pushes it: "
                "the model card is written before", params=("output_dir", "_internal_call"),
-               verified_by="tests/test_model_card.py"),
+               verified_by="tests/config/test_model_card.py"),
     Assumption("create_model_card", "method", _GRPO,
                "`create_model_card(model_name, dataset_name, tags)`: TRL's `_save_checkpoint` calls it with "
                "`model_name=`; trl-lite's card replaces TRL's", params=("model_name", "dataset_name", "tags"),
-               verified_by="tests/test_model_card.py"),
+               verified_by="tests/config/test_model_card.py"),
     Assumption("init_hf_repo", "method", _TRAINER,
                "`init_hf_repo(token)` is called by the constructor when `push_to_hub=True`, and creates the repo",
-               params=("token",), verified_by="tests/test_model_card.py"),
+               params=("token",), verified_by="tests/config/test_model_card.py"),
     # ------------------------------------------------------------------ attributes GRPOTrainer.__init__ sets
     Assumption("_metrics", "attribute", _GRPO,
                "`_metrics[mode][name]` (mode 'train' or 'eval') is a list of values, created on first use, averaged "
-               "and cleared at each `log`", check=_metrics_store, verified_by="tests/test_diagnostics.py"),
+               "and cleared at each `log`", check=_metrics_store, verified_by="tests/unit/test_diagnostics.py"),
     Assumption("_logs", "attribute", _GRPO,
                "`_logs['advantages']` holds the advantages of the completions table, the newest batch last",
-               check=_logs_store, verified_by="tests/test_smoke.py"),
+               check=_logs_store, verified_by="tests/trainer/test_smoke.py"),
     Assumption("_buffered_inputs", "attribute", _GRPO,
                "None until the first generation batch, then the list `_prepare_inputs` trains from (see above)",
                check=_is_none, verified_by=_RESUME),
@@ -238,52 +238,52 @@ CONTRACT: tuple[Assumption, ...] = (
                "the micro-step counter: 0 on a fresh trainer, +1 per `training_step`; with `_buffered_inputs` it "
                "decides when to generate", check=_is_zero, verified_by=_RESUME),
     Assumption("_tokenizer", "attribute", _GRPO, "the text tokenizer of `processing_class` (pad_token_id, decode)",
-               check=_has_pad_token, verified_by="tests/test_diagnostics.py"),
+               check=_has_pad_token, verified_by="tests/unit/test_diagnostics.py"),
     Assumption("eos_token_ids", "attribute", _GRPO, "the token ids that end a completion", check=_int_list,
                verified_by=_DIFF),
     Assumption("num_generations", "attribute", _GRPO, "completions per prompt in training", check=_int_problem,
                verified_by=_PARITY),
     Assumption("num_generations_eval", "attribute", _GRPO, "completions per prompt in evaluation", check=_int_problem,
-               verified_by="tests/test_evaluation.py"),
+               verified_by="tests/trainer/test_evaluation.py"),
     Assumption("max_completion_length", "attribute", _GRPO, "the completion length limit, in tokens",
                check=_int_problem, verified_by=_DIFF),
     Assumption("reward_funcs", "attribute", _GRPO,
                "the list of reward callables and models `_calculate_rewards` calls, by index (guards replace them)",
-               check=_is_list, verified_by="tests/test_reward_faults.py"),
+               check=_is_list, verified_by="tests/trainer/test_reward_faults.py"),
     Assumption("reward_func_names", "attribute", _GRPO, "one name per reward function, for the metrics",
-               check=_is_list, verified_by="tests/test_reward_faults.py"),
+               check=_is_list, verified_by="tests/trainer/test_reward_faults.py"),
     Assumption("reward_weights", "attribute", _GRPO, "a tensor (F,) of the reward functions' weights",
                check=_tensor, verified_by=_PARITY),
     Assumption("multi_objective_aggregation", "attribute", _GRPO,
                "'sum_then_normalize' (weighted sum, then normalize) or 'normalize_then_sum'",
-               check=_one_of("sum_then_normalize", "normalize_then_sum"), verified_by="tests/test_objectives.py"),
+               check=_one_of("sum_then_normalize", "normalize_then_sum"), verified_by="tests/trainer/test_objectives.py"),
     Assumption("num_iterations", "attribute", _GRPO, "optimization passes over each generation batch",
                check=_int_problem, verified_by=_RESUME),
     Assumption("loss_type", "attribute", _GRPO, "the branch of `_compute_loss` that aggregates (set by trl-lite)",
                check=lambda value: None if isinstance(value, str) else f"is {value!r}, expected a str",
                verified_by=_PARITY),
     Assumption("beta", "attribute", _GRPO, "the KL coefficient (0 builds no reference model)", check=_number_problem,
-               verified_by="tests/test_aggregation.py"),
+               verified_by="tests/unit/test_aggregation.py"),
     Assumption("importance_sampling_level", "attribute", _GRPO, "'token' or 'sequence' (GSPO)",
-               check=_one_of("token", "sequence"), verified_by="tests/test_diagnostics.py"),
+               check=_one_of("token", "sequence"), verified_by="tests/unit/test_diagnostics.py"),
     Assumption("epsilon_low", "attribute", _GRPO, "the lower clip bound of the PPO ratio", check=_number_problem,
-               verified_by="tests/test_diagnostics.py"),
+               verified_by="tests/unit/test_diagnostics.py"),
     Assumption("epsilon_high", "attribute", _GRPO, "the upper clip bound of the PPO ratio (clip-higher)",
-               check=_number_problem, verified_by="tests/test_diagnostics.py"),
+               check=_number_problem, verified_by="tests/unit/test_diagnostics.py"),
     Assumption("use_vllm", "attribute", _GRPO,
                "whether vLLM generates (`args.use_vllm`); TRL then pushes the weights to vLLM at the first generation "
                "of each new global step, before generating (the stale-weight alarm checks that generation)",
-               check=_one_of(True, False), verified_by="tests/test_sync_alarm.py, tests/test_vllm_seeds.py"),
+               check=_one_of(True, False), verified_by="tests/trainer/test_sync_alarm.py, tests/trainer/test_vllm_seeds.py"),
     *(Assumption(name, "attribute", _TRAINER,
                  f"whether {engine} runs the training (transformers' `Trainer.__init__`): a resume then checks the "
                  "checkpoint's weights in its own layout", check=_one_of(True, False),
-                 verified_by="tests/test_multinode.py")
+                 verified_by="tests/distributed/test_multinode.py")
       for name, engine in (("is_deepspeed_enabled", "DeepSpeed"), ("is_fsdp_enabled", "FSDP"))),
     Assumption("callback_handler", "attribute", _TRAINER, "`callback_handler.callbacks`: the trainer's callbacks",
-               check=_has_callbacks, verified_by="tests/test_diagnostics.py"),
+               check=_has_callbacks, verified_by="tests/unit/test_diagnostics.py"),
     Assumption("hub_model_id", "attribute", _TRAINER,
                "the Hub repo a push goes to, set by `init_hf_repo` (None when `push_to_hub=False`)",
-               verified_by="tests/test_model_card.py"),
+               verified_by="tests/config/test_model_card.py"),
     # ------------------------------------------------------------------ set once training runs
     Assumption("current_gradient_accumulation_steps", "runtime", _TRAINER,
                "the micro-batches of the current optimizer step, set by the training loop before the first step "
@@ -291,7 +291,7 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("_generate.output[1]", "runtime", _GRPO, "the completion ids: one sequence of token ids per prompt",
                verified_by=_DIFF),
     Assumption("_calculate_rewards.output", "runtime", _GRPO, "a float tensor (N_global, F)",
-               verified_by="tests/test_reward_faults.py"),
+               verified_by="tests/trainer/test_reward_faults.py"),
     Assumption("_buffered_inputs.length", "runtime", _GRPO,
                "after a generation, `steps_per_generation` micro-batches (dicts)", verified_by=_RESUME),
     # ------------------------------------------------------------------ keys of the batch TRL's generation returns
@@ -300,29 +300,29 @@ CONTRACT: tuple[Assumption, ...] = (
     Assumption("completion_mask", "output", _GRPO, "(B, T) the loss mask of the completion tokens",
                verified_by=_PARITY),
     Assumption("completion_ids", "output", _GRPO, "(B, T) right-padded completion token ids",
-               verified_by="tests/test_dynamic_sampling.py"),
+               verified_by="tests/trainer/test_dynamic_sampling.py"),
     Assumption("prompt_ids", "output", _GRPO, "(B, S) left-padded prompt token ids",
-               verified_by="tests/test_dynamic_sampling.py"),
+               verified_by="tests/trainer/test_dynamic_sampling.py"),
     Assumption("prompt_mask", "output", _GRPO, "(B, S) the prompt attention mask",
-               verified_by="tests/test_dynamic_sampling.py"),
+               verified_by="tests/trainer/test_dynamic_sampling.py"),
     Assumption("num_items_in_batch", "output", _GRPO,
                "the loss tokens of the generation batch over all processes, the token-sum normalizer's input",
                verified_by=_DIFF),
     Assumption("ref_per_token_logps", "output", _GRPO, "(B, T) the reference model's log-probs, when beta != 0",
-               verified_by="tests/test_aggregation.py"),
+               verified_by="tests/unit/test_aggregation.py"),
     Assumption("old_per_token_logps", "optional output", _GRPO,
                "(B, T) the sampling policy's log-probs; absent when the batch is trained on at once, on-policy (the "
-               "PPO ratio is then 1, as TRL computes it)", verified_by="tests/test_diagnostics.py"),
+               "PPO ratio is then 1, as TRL computes it)", verified_by="tests/unit/test_diagnostics.py"),
     Assumption("sampling_per_token_logps", "optional output", _GRPO,
                "(B, T) with vLLM: the log-probs vLLM reported for the tokens it sampled (NaN where it could not score "
                "one), processed as sampled (temperature); the stale-weight alarm compares them with "
-               "`old_per_token_logps`", verified_by="tests/test_sync_alarm.py"),
+               "`old_per_token_logps`", verified_by="tests/trainer/test_sync_alarm.py"),
     Assumption("tool_mask", "optional output", _GRPO,
                "(B, T) 0 on tool-output tokens; present with tools, and then part of the loss mask",
-               verified_by="tests/test_aggregation.py"),
+               verified_by="tests/unit/test_aggregation.py"),
     # ------------------------------------------------------------------ metrics TRL logs that trl-lite reads back
     *(Assumption(name, "metric", _GRPO, f"TRL logs `{name}` each logging step ({use})",
-                 verified_by="tests/test_trl_contract.py")
+                 verified_by="tests/config/test_trl_contract.py")
       for name, use in (
           ("reward", "the model card's final reward, the lab's reward curve"),
           ("entropy", "the ablation's and the lab's entropy curves"),

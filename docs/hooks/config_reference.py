@@ -8,7 +8,7 @@ unchanged from TRL's `GRPOConfig`.
 
 A field documented in the docstring that is not a field of the dataclass is an error, and a field that
 `LitePPOConfig` adds to `GRPOConfig` without documenting it is a warning (an error under `mkdocs build --strict`), so
-the reference cannot drift from the code. `tests/test_docs.py` imports this file to check the same.
+the reference cannot drift from the code. `tests/docs/test_docs.py` imports this file to check the same.
 """
 
 from __future__ import annotations

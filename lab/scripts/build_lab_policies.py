@@ -25,8 +25,8 @@ supervised fine-tuning with TRL's SFTTrainer on generated completions. They diff
     python lab/scripts/build_lab_policies.py [--policy base|aligned|both] [--output-dir DIR] [--max-steps 8000]
     python lab/scripts/build_lab_policies.py --policy fork      # then connective, long (after base and aligned)
 
-Base and aligned ship with trl-lite (`trl_lite/assets/`, `trl-lite train --task sumk`); the others with the lab
-(`lab/trl_lite_lab/policies/`). Without `--output-dir`, each goes where it ships.
+All ship with the lab (`lab/trl_lite_lab/policies/`; `trl-lite train --task sumk --model_name_or_path` trains any of
+them). Without `--output-dir`, each goes there.
 """
 
 from __future__ import annotations
@@ -137,15 +137,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--policy", default="both", choices=[*POLICIES, "both"],
                         help="'both' builds base and aligned; fork, connective and long are fine-tuned from them")
-    parser.add_argument("--output-dir", default=None, help="default: trl_lite/assets for base and aligned, "
-                        "lab/trl_lite_lab/policies for the others")
+    parser.add_argument("--output-dir", default=None, help="default: lab/trl_lite_lab/policies")
     parser.add_argument("--max-steps", type=int, default=8000, help="SFT steps of base and aligned")
     parser.add_argument("--steps", type=int, default=None,
                         help="SFT steps of a fine-tuned policy (default: its own count in POLICIES, else 800)")
     args = parser.parse_args()
     for policy in (["base", "aligned"] if args.policy == "both" else [args.policy]):
-        shipped = os.path.join(ROOT, "trl_lite", "assets") if policy in ("base", "aligned") else \
-            os.path.join(ROOT, "lab", "trl_lite_lab", "policies")
+        shipped = os.path.join(ROOT, "lab", "trl_lite_lab", "policies")
         build(policy, os.path.join(args.output_dir or shipped, f"sumk_{policy}"), args.max_steps, steps=args.steps)
 
 

@@ -716,7 +716,7 @@ def test_shipped_lab_policies():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_lite_lab.measure import sample_completions
-    from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path
+    from trl_lite.tasks.sumk import sumk_dataset
     from trl_lite_lab.design import policy_dir
 
     data = sumk_dataset(100, split="test", seed=0)
@@ -733,8 +733,8 @@ def test_shipped_lab_policies():
     assert formats["base"].get("direct", 0) > 0.2
     assert formats["fork"].get("step", 0) > 0.95 and formats["connective"].get("careful", 0) > 0.9
     assert sum(share >= 0.03 for share in formats["long"].values()) >= 3
-    with pytest.raises(ValueError, match="kind='instruct' is not supported"):
-        sumk_policy_path("instruct")
+    with pytest.raises(ValueError, match=r"\(task, policy\)=\('sumk', 'instruct'\) names no lab policy; known: "):
+        policy_dir("sumk", "instruct")
 
 
 def test_teacher_forced_token_measures_match_one_unpadded_forward():
@@ -743,9 +743,10 @@ def test_teacher_forced_token_measures_match_one_unpadded_forward():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_lite_lab.measure import token_entropies, token_measures
-    from trl_lite.tasks.sumk import sumk_dataset, sumk_policy_path
+    from trl_lite.tasks.sumk import sumk_dataset
+    from trl_lite_lab.design import policy_dir
 
-    path = sumk_policy_path("base")
+    path = policy_dir("sumk", "base")
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     prompts = list(sumk_dataset(3, split="test", seed=0)["prompt"])
     completions = [tokenizer("b6=11;", add_special_tokens=False)["input_ids"],

@@ -65,7 +65,6 @@ SHORT = {"advantage_mean": "mean", "advantage_std": "std", "epsilon_high": "eps_
          "max_completion_length": "len", "overlong_filter": "filter", "num_generations": "G",
          "max_grad_norm": "clip_grad", "temperature": "T", "num_iterations": "passes",
          "per_device_train_batch_size": "bs", "learning_rate": "lr"}
-ADD_POLICIES = {"carry": "carry-habit", "carry-small": "carry-habit-small", "carry-tiny": "carry-habit-tiny"}
 # LitePPOConfig defaults the arms may name (an arm that sets one of these to its default trains alike)
 _DEFAULTS = {"advantage_mean": "group", "advantage_std": "batch", "epsilon_high": 0.2, "overlong_filter": False,
              "loss_aggregation": "token-mean"}
@@ -279,25 +278,24 @@ def power_ratio(primary: Primary, movement: Callable[[dict], float]) -> Callable
 
 
 # The lab's own policies (`lab/scripts/build_lab_policies.py`, `scripts/build_embedded_policy.py`): ship with the lab.
-# The others are trl-lite's shipped policies (`trl_lite.tasks.arithmetic.embedded_policy_path("carry-habit")`,
-# `trl_lite.tasks.sumk.sumk_policy_path("base" | "aligned")`).
+# The other one, ADD's "carry", is trl-lite's demo policy (`trl_lite.tasks.arithmetic.embedded_policy_path()`).
 LAB_POLICIES = {("add", "carry-small"): "arith_carry_small", ("add", "carry-tiny"): "arith_carry_tiny",
-                **{("sumk", kind): f"sumk_{kind}" for kind in ("fork", "connective", "long", "recheck", "verbose",
-                                                                "scratch")}}
+                **{("sumk", kind): f"sumk_{kind}" for kind in ("base", "aligned", "fork", "connective", "long",
+                                                                "recheck", "verbose", "scratch")}}
 POLICIES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies")
 
 
 def policy_dir(task: str, policy: str) -> str:
-    """The local folder of an arm's initial policy: the lab's own (`LAB_POLICIES`), or trl-lite's shipped ones."""
+    """The local folder of an arm's initial policy: the lab's own (`LAB_POLICIES`), or trl-lite's demo policy (ADD's
+    "carry")."""
     if (task, policy) in LAB_POLICIES:
         return os.path.join(POLICIES_DIR, LAB_POLICIES[task, policy])
-    if task == "add":
+    if (task, policy) == ("add", "carry"):
         from trl_lite.tasks.arithmetic import embedded_policy_path
 
-        return embedded_policy_path(ADD_POLICIES[policy])
-    from trl_lite.tasks.sumk import sumk_policy_path
-
-    return sumk_policy_path(policy)
+        return embedded_policy_path()
+    known = sorted([*LAB_POLICIES, ("add", "carry")])
+    raise ValueError(f"(task, policy)=({task!r}, {policy!r}) names no lab policy; known: {known}.")
 
 
 def policy_sha256(model_dir: str) -> str:

@@ -57,12 +57,12 @@ def sample_completions(model, tokenizer, prompts: list[list[dict]], *, samples: 
                        seed: int = 0, batch_size: int = 128,
                        temperature: float = 1.0) -> list[list[tuple[list[int], bool]]]:
     """`samples` completions per prompt at `temperature` (no top-k/top-p), as token ids without EOS/padding, with
-    whether each ended with EOS (`trl_lite.data.transformers_sampler` with `return_ids=True`). Seeded, and the global
+    whether each ended with EOS (`trl_lite.sampling.transformers_sampler` with `return_ids=True`). Seeded, and the global
     RNG state is restored afterwards.
 
     A shorter budget needs no second generation: sampling is token by token, so the completion a budget `L` would
     have produced is the first `L` tokens of this one (truncated at `L` when no EOS came before)."""
-    from trl_lite.data import transformers_sampler
+    from trl_lite.sampling import transformers_sampler
 
     model.eval()
     sample = transformers_sampler(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature, top_p=1.0,

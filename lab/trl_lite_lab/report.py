@@ -56,7 +56,8 @@ def figure(entry: dict, output_dir: str) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trl_lite.ablate import _series, _smooth, read_metrics
+    from trl_lite.ablate import read_metrics
+    from trl_lite.curves import over_seeds, smooth
 
     experiment = experiment_named(entry["id"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 2]})
@@ -79,9 +80,9 @@ def figure(entry: dict, output_dir: str) -> str | None:
     for label, a in experiment.arms.items():
         histories = [read_metrics(os.path.join(run_folder(output_dir, a, seed), "metrics.jsonl"))
                      for seed in range(entry["seeds"])]
-        steps, values, _ = _series(histories, experiment.curve)
+        steps, values, _ = over_seeds(histories, experiment.curve)
         if steps:
-            right.plot(steps, _smooth(values, 3), label=label)
+            right.plot(steps, smooth(values, 3), label=label)
     right.set_xlabel("optimizer step")
     right.set_title(f"{experiment.curve} (mean over seeds; descriptive)", fontsize=10)
     right.legend(fontsize=7, ncol=2)
@@ -125,7 +126,7 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
 
 REWARD_SCALE = ("Reward scale ({0,1} vs {-1,1}, the other half of Takeaway 1): with binary rewards r -> 2r-1 leaves "
                 "every normalization that divides by a std unchanged up to epsilon (A' = (r - mu)/(sigma + eps/2)), so "
-                "it cannot show in any run here; tests/test_advantages.py proves it rather than measures it.")
+                "it cannot show in any run here; tests/unit/test_advantages.py proves it rather than measures it.")
 
 
 def _pilot_lines(pilot: dict | None) -> list[str]:

@@ -19,7 +19,7 @@ import hashlib
 import random
 from typing import TYPE_CHECKING
 
-from ..data import chat_prompt, transformers_sampler
+from ..data import chat_prompt
 # The task's reward lives in (and is registered by) trl_lite.rewards, so `REWARDS["exact_answer"]` never depends on
 # this module having been imported; re-exported here under its usual name.
 from ..rewards import exact_answer_reward  # noqa: F401
@@ -84,31 +84,34 @@ def arithmetic_dataset(
 def pass_rate(model, tokenizer, dataset: Dataset, *, greedy: bool = True, max_new_tokens: int = 12,
               batch_size: int = 256, seed: int = 0) -> float:
     """Share of `dataset` problems whose completion earns reward 1 (greedy decoding, or one sample at temperature 1
-    with the model's own top-k/top-p)."""
+    with the model's own top-k/top-p): `trl_lite.scoring.score_benchmark`'s accuracy with one sample per problem and
+    the exact-answer check."""
+    from ..rewards import exact_check
+    from ..sampling import transformers_sampler
+    from ..scoring import score_benchmark
+
+    if len(dataset) == 0:
+        return 0.0
     sample = transformers_sampler(model, tokenizer, max_new_tokens=max_new_tokens, greedy=greedy, temperature=1.0,
                                   top_p=None, top_k=None, batch_size=batch_size, seed=seed)
     model.eval()
-    completions = [group[0] for group in sample(list(dataset["prompt"]), 1)]
-    return sum(exact_answer_reward(completions, dataset["answer"])) / max(len(dataset), 1)
+    return score_benchmark(sample(list(dataset["prompt"]), 1), list(dataset["answer"]), exact_check)["accuracy"]
 
 
-# The small policies shipped with the package, both built by `scripts/build_embedded_policy.py` (fixed seed, TRL's
-# SFTTrainer): "label-noise" had 35% of its SFT answers off by 1 or 10 (greedy mostly right, samples often wrong; the
-# tests' and the ablations' policy), "carry-habit" dropped the carry into the hundreds in 70% of the SFT answers that
-# have one (greedy wrong on those problems: the main job's demo, where RL lifts greedy and sampled, and the lab's ADD
-# policy). The lab's smaller ADD policies live with the lab (`lab/trl_lite_lab/policies/`).
-EMBEDDED_POLICIES = {"label-noise": "assets/arith_policy", "carry-habit": "assets/arith_carry"}
+# The one policy shipped with the package, built by `scripts/build_embedded_policy.py` (fixed seed, TRL's SFTTrainer):
+# a 0.86M-parameter character Llama that dropped the carry into the hundreds in 70% of the SFT answers that have one
+# (greedy wrong on those problems). It is the main job's demo, where RL lifts greedy and sampled accuracy, and the lab's
+# ADD policy. The other small policies live beside the package, in a clone: the label-noise policy of the ablation
+# benchmark (`bench/policies/arith_label_noise`) and the lab's (`lab/trl_lite_lab/policies/`).
+DEMO_POLICY = "assets/arith_carry"
 
 
-def embedded_policy_path(kind: str = "label-noise") -> str:
-    """Local folder of a small policy shipped with the package, `"label-noise"` or `"carry-habit"` (see
-    `EMBEDDED_POLICIES`)."""
+def embedded_policy_path() -> str:
+    """Local folder of the small arithmetic policy shipped with the package (`DEMO_POLICY`): the main job's and
+    `trl-lite ablate`'s starting point."""
     import importlib.resources
 
-    if kind not in EMBEDDED_POLICIES:
-        raise ValueError(
-            f"kind={kind!r} is not a shipped arithmetic policy; expected one of {list(EMBEDDED_POLICIES)}.")
-    return str(importlib.resources.files("trl_lite").joinpath(EMBEDDED_POLICIES[kind]))
+    return str(importlib.resources.files("trl_lite").joinpath(DEMO_POLICY))
 
 
 def carries_into_hundreds(question: str) -> bool:

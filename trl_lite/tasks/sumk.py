@@ -1,6 +1,7 @@
-"""SUM-k: sums of k one-digit numbers (k = 2..6), as training and held-out data, and its two shipped policies.
+"""SUM-k: sums of k one-digit numbers (k = 2..6), as training and held-out data.
 
-`trl-lite train --task sumk` trains on it (`--sumk_policy base|aligned`). A prompt is `a4+b7+c9` (each operand carries
+`trl-lite train --task sumk --model_name_or_path PATH` trains on it (the lab's SUM-k policies, in a clone:
+`lab/trl_lite_lab/policies/sumk_base`, `sumk_aligned`, ...). A prompt is `a4+b7+c9` (each operand carries
 a tag `a`-`f`; the chat template adds `=`); the reward is `exact_answer` (the last `\\boxed{}` holds the sum exactly,
 in {0, 1}). Problems are split into train and test by a hash of their text, so a held-out problem is never trained
 on. The answer formats the policies write, their tokenizer and the lab's measures of completions live with the lab
@@ -54,17 +55,3 @@ def sumk_dataset(n: int, *, split: str = "train", ks=KS, seed: int = 0) -> Datas
         "k": [len(nums) for nums in problems],
         "difficulty": [f"k{len(nums)}" for nums in problems],
     })
-
-
-# The SUM-k policies shipped with the package (built by `lab/scripts/build_lab_policies.py` in a clone): base-like
-# (answers directly, often wrong) and aligned-like (writes a scratchpad). The lab's other SUM-k policies live with it.
-SUMK_POLICIES = ("base", "aligned")
-
-
-def sumk_policy_path(kind: str = "base") -> str:
-    """Local folder of a shipped SUM-k policy (`SUMK_POLICIES`)."""
-    import importlib.resources
-
-    if kind not in SUMK_POLICIES:
-        raise ValueError(f"kind={kind!r} is not supported; expected one of {list(SUMK_POLICIES)}.")
-    return str(importlib.resources.files("trl_lite").joinpath(f"assets/sumk_{kind}"))

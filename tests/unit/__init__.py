@@ -1,0 +1,1 @@
+"""Pure math and pure functions: hand-worked values in float64, no trainer."""
