@@ -14,6 +14,16 @@ FIGURE_PACKAGES = ("torch", "trl", "transformers", "accelerate", "datasets", "to
                    "huggingface-hub", "peft")
 
 
+def figure_env(**extra: str) -> dict[str, str]:
+    """The environment for a run whose figures are compared to the committed ones: this process's, without the one
+    thread per test process that tests/conftest.py sets under pytest-xdist (the figures are measured with torch's
+    default threads), plus `extra`."""
+    env = dict(os.environ)
+    if env.pop("TRL_LITE_TESTS_ONE_THREAD", None):
+        env.pop("OMP_NUM_THREADS", None)
+    return {**env, **extra}
+
+
 def _key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 

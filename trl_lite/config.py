@@ -11,7 +11,8 @@ from .advantages import ADVANTAGE_MEANS, ADVANTAGE_STDS, AUTO_STD_KEEP
 from .aggregation import AGGREGATIONS, OBJECTIVE_LOSS_TYPES, TRL_LOSS_TYPE_TO_AGGREGATION
 from .recipes import recipe_settings
 from .sync_check import ON_SYNC_MISMATCH, SYNC_MISMATCH_THRESHOLD
-from .trl_contract import DIFFERENCES_URL, check_trl
+from .trl_assumptions import DIFFERENCES_URL
+from .trl_contract import check_trl
 from .vllm_cpu import is_cpu_engine
 
 logger = logging.get_logger(__name__)

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .data import BENCHMARKS, SOURCES, load_source
-from .scoring import evaluate_benchmarks, pass_at_k, score_benchmark  # noqa: F401  (re-exported)
+from .scoring import evaluate_benchmarks
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -1,8 +1,9 @@
-"""Scoring math completions: pass@k, one benchmark's accuracy, a set of benchmarks (`evaluate_benchmarks`).
+"""The one evaluator of held-out accuracy: pass@k, one benchmark's accuracy, a set of benchmarks.
 
-Pure functions over completions, apart from `trl_lite.evaluation` (the `trl-lite eval` command) so that both it and
-`trl_lite.eval_callback` (which logs benchmark accuracy during training) import them without importing each other.
-`trl_lite.evaluation` re-exports them.
+Pure functions over sampled completions (`trl_lite.sampling` makes them) and an answer check (the math checker of
+`trl_lite.rewards` by default; `exact_check` for the built-in tasks). Everything that reports accuracy scores with it:
+`trl-lite eval` (`trl_lite.evaluation`), the training callback (`trl_lite.eval_callback`), the built-in tasks'
+`pass_rate` (the main job's before/after table, `trl-lite ablate`).
 """
 
 from __future__ import annotations

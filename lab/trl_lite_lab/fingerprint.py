@@ -2,7 +2,7 @@
 
 A lab result stays valid while trl-lite computes the same things for it. Rather than hashing trl-lite's source (which
 froze the product: a docstring edit invalidated every result), each arm's configuration is run for a few optimizer
-steps in float64 on its own initial policy and task, through the very path its runs take (`trl_lite.ablate.run_one`
+steps in float64 on its own initial policy and task, through the very path its runs take (`trl_lite.runs.run_one`
 with the lab's `LabTrainer`), and what it computed is recorded: the generation batch's advantages, each step's logged
 loss, gradient norm, clip ratios, entropy and the lab's own measures, and the updated weights. The initial policies'
 held-out evaluation (the lab's `evaluate`, through trl-lite's sampler and reward parsing) is fingerprinted the same way
@@ -26,15 +26,19 @@ norm, both in the 8-step verbose arms (at 4 steps: 7e-6); `RTOL` leaves sevenfol
 (another normalization, aggregation or clip) moves them by far more: doubling the batch std halves the advantages, and
 rescaling the second pass's advantages (an independent review's test) moved its gradient norms 1.9x to 8x. `changed` names each arm whose fingerprint changed, where it first
 differs and both values.
+
+Several fingerprints are computed side by side, one process per CPU core with one thread each (`fingerprints`): the
+arms are independent runs, and one thread or two compute the same fingerprint within the tolerances above.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
+import multiprocessing
 import os
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 
 FINGERPRINT_LR = 0.5
 FINGERPRINT_PROMPTS = 16
@@ -81,7 +85,7 @@ def arm_fingerprint(arm, seed: int = 0) -> dict:
     import torch
     from datasets import Dataset
 
-    from trl_lite.ablate import read_metrics, run_one
+    from trl_lite.runs import read_metrics, run_one
     from .design import policy_dir
     from .training import LabTrainer, train_set
 
@@ -139,26 +143,57 @@ def evaluation_fingerprint(task: str, policy: str) -> dict:
     return {k: v for k, v in sorted(out.items()) if isinstance(v, (int, float)) and k != "eval_s"}
 
 
-@functools.lru_cache(maxsize=None)
+_CURRENT: dict = {}  # (kind, arm or (task, policy)) -> its fingerprint under today's trl-lite, in this process
+WORKERS: int | None = None  # processes that compute fingerprints side by side (None: one per CPU core)
+
+
+def _compute(job: tuple) -> dict:
+    kind, key = job
+    if kind == "arm":
+        return arm_fingerprint(key)
+    return evaluation_fingerprint(*key)
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _current(jobs: list[tuple], workers: int | None = None) -> None:
+    """Computes the fingerprints of `jobs` not computed yet in this process: side by side in `workers` processes
+    (default: `WORKERS`, else one per CPU core; one thread each) when there are several, else here."""
+    todo = [job for job in dict.fromkeys(jobs) if job not in _CURRENT]
+    workers = min(len(todo), workers or WORKERS or os.cpu_count() or 1)
+    if workers <= 1:
+        _CURRENT.update({job: _compute(job) for job in todo})
+        return
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_one_thread) as pool:
+        _CURRENT.update(zip(todo, pool.map(_compute, todo)))
+
+
 def current_arm(arm) -> dict:
     """`arm_fingerprint(arm)` under today's trl-lite, computed once per process."""
-    return arm_fingerprint(arm)
+    _current([("arm", arm)], workers=1)
+    return _CURRENT["arm", arm]
 
 
-@functools.lru_cache(maxsize=None)
 def current_evaluation(task: str, policy: str) -> dict:
     """`evaluation_fingerprint(task, policy)` under today's trl-lite, computed once per process."""
-    return evaluation_fingerprint(task, policy)
+    _current([("evaluation", (task, policy))], workers=1)
+    return _CURRENT["evaluation", (task, policy)]
 
 
-def fingerprints(arms=(), evaluations=()) -> dict:
+def fingerprints(arms=(), evaluations=(), workers: int | None = None) -> dict:
     """{"arms": {arm name: fingerprint}, "evaluations": {"<task>/<policy>": fingerprint}} of `arms`, their initial
     policies' evaluations and the `(task, policy)` pairs in `evaluations`, under today's trl-lite: what a result that
-    used them records."""
+    used them records. Computed side by side in `workers` processes (default: one per CPU core)."""
     arms = sorted(set(arms), key=lambda a: a.name)
     pairs = sorted({(a.task, a.policy) for a in arms} | set(evaluations))
-    return {"arms": {a.name: current_arm(a) for a in arms},
-            "evaluations": {f"{t}/{p}": current_evaluation(t, p) for t, p in pairs}}
+    _current([("arm", a) for a in arms] + [("evaluation", p) for p in pairs], workers)
+    return {"arms": {a.name: _CURRENT["arm", a] for a in arms},
+            "evaluations": {"/".join(pair): _CURRENT["evaluation", pair] for pair in pairs}}
 
 
 def changed(recorded: dict | None, arms=(), evaluations=()) -> list[str]:

@@ -56,7 +56,7 @@ def figure(entry: dict, output_dir: str) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trl_lite.ablate import read_metrics
+    from trl_lite.runs import read_metrics
     from trl_lite.curves import over_seeds, smooth
 
     experiment = experiment_named(entry["id"])
@@ -100,7 +100,7 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
     mean gradient norm. What training did to each arm, next to the verdict. Empty for an experiment never run."""
     if not entry["tests"] or entry["tests"][0].get("per_seed") is None:
         return {}
-    from trl_lite.ablate import read_metrics
+    from trl_lite.runs import read_metrics
     from .stats import mean
     from .verdicts import evidence
 

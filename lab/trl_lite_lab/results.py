@@ -151,7 +151,7 @@ def finite_max(values) -> float:
 def train_measures(folder: str) -> dict:
     """What the lab reads from a run's logs: advantage concentration, 1/sigma, gradient norms, reward jitter, clip
     shares and the clip census by token class, the ratio band counts, loops and truncation."""
-    from trl_lite.ablate import read_metrics
+    from trl_lite.runs import read_metrics
     from trl_lite.diagnostics_window import CLIPPED_TOKENS_FILE
     from .sumk import token_class
     from .measure import late_jitter

@@ -1,5 +1,5 @@
 """Runs the lab: the arms of the chosen experiments x their pre-registered seeds, each an ordinary `trl-lite ablate`
-run of a `LitePPOTrainer` (`trl_lite.ablate.run_one`), plus the initial policies' held-out evaluations.
+run of a `LitePPOTrainer` (`trl_lite.runs.run_one`), plus the initial policies' held-out evaluations.
 
 Runs write results; `trl_lite_lab.results` reads them; `trl_lite_lab.report` turns them into verdicts. Layout of
 `--output-dir`:
@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from trl_lite.ablate import run_one
+from trl_lite.runs import run_one
 from .design import EVAL_PROBLEMS, EXPERIMENTS, Arm, policy_dir, policy_sha256
 from .fingerprint import fingerprints
 from .provenance import engine_sha256, experiment_sha256, product_stamp

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from trl_lite.evaluation import MathEvalCallback, pass_at_k, score_benchmark, to_markdown
+from trl_lite.evaluation import MathEvalCallback, to_markdown
+from trl_lite.scoring import pass_at_k, score_benchmark
 from trl_lite.tasks.arithmetic import embedded_policy_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

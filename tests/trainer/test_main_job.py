@@ -465,7 +465,7 @@ def test_demo_figures(tmp_path):
                          f"{'; '.join(changed)}. Install it with PIP_CONSTRAINT=.ci/reference.txt, or unset "
                          "TRL_LITE_DEMO_FIGURES.")
     result = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                            text=True, timeout=900, env=stack.figure_env(HF_HUB_OFFLINE="1"))
     assert result.returncode == 0, result.stderr[-3000:]
     # The same packages print other digits on other CPUs (float32 kernels differ by processor): on 2026-11-25 the
     # reference stack printed the README's after row (0.802, 0.688) on one CI machine and 0.806, 0.690 on an AMD EPYC

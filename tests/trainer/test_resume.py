@@ -11,7 +11,8 @@ import sys
 import pytest
 from safetensors.torch import load_file
 
-from trl_lite.ablate import ablate, read_metrics, run_dir
+from trl_lite.ablate import ablate
+from trl_lite.runs import read_metrics, run_dir
 from trl_lite.checkpoints import last_complete_checkpoint, resolve_resume
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
