@@ -271,6 +271,13 @@ class LitePPOConfig(GRPOConfig):
         default=20,
         metadata={"help": "Most clipped tokens kept per bound in the clipped-token table."},
     )
+    multi_objective_aggregation: Literal["sum_then_normalize", "normalize_then_sum"] = field(
+        default="sum_then_normalize",
+        metadata={"help": "TRL's field, its two choices as a Literal so that --help lists them: how several reward "
+                          "functions combine. 'sum_then_normalize' sums the weighted rewards, then normalizes them "
+                          "into advantages; 'normalize_then_sum' normalizes each function's rewards within the group, "
+                          "then sums them (GDPO)."},
+    )
     on_reward_error: Literal["raise", "skip"] = field(
         default="raise",
         metadata={"help": "A reward function's fault (raise, wrong count, non-finite, timeout): 'raise' stops the run "

@@ -210,3 +210,10 @@ def test_validation_table_names_every_field_and_what_it_accepts():
     hints = typing.get_type_hints(LitePPOConfig)
     assert typing.get_args(hints["on_sync_mismatch"]) == ON_SYNC_MISMATCH
     assert typing.get_args(hints["on_reward_error"]) == ("raise", "skip")
+    assert typing.get_args(hints["multi_objective_aggregation"]) == ("sum_then_normalize", "normalize_then_sum")
+    # --help lists each closed choice set (argparse's {a,b} form), TRL's own field included
+    from trl_lite.train import make_parser
+
+    shown = " ".join(make_parser().format_help().split())
+    for choices in ("{raise,skip}", "{warn,raise,ignore}", "{sum_then_normalize,normalize_then_sum}"):
+        assert choices in shown, choices
