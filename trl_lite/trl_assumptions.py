@@ -342,6 +342,10 @@ CONFIG_FIELDS: tuple[Assumption, ...] = tuple(
 )
 _CONFIG_DEFAULTS = {"bf16": None}  # the declared default a field must keep
 
+# Deprecation warnings that TRL's own calls raise in the libraries beneath it: nothing a trl-lite user can act on (the
+# calls are TRL's), so a run does not print them (`trl_contract.quiet_upstream_deprecations`). TRL 1.16 calls
+# transformers' `gradient_checkpointing_enable`, `gradient_checkpointing_disable` and `is_gradient_checkpointing`,
+# which transformers 5.24 renamed `activation_*`.
 UPSTREAM_DEPRECATIONS = (
     r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated and will be removed in v6",
 )

@@ -283,14 +283,6 @@ def _display(assumption: Assumption) -> str:
     return assumption.name if assumption.kind == "import" else f"{assumption.owner}.{assumption.name}"
 
 
-def contract_names() -> list[str]:
-    """Every name the contract lists, as `owner.name` (an import as its module path)."""
-    return [_display(a) for a in CONTRACT + CONFIG_FIELDS]
-
-
-# Deprecation warnings that TRL's own calls raise in the libraries beneath it: nothing a trl-lite user can act on (the
-# calls are TRL's), so a run does not print them. TRL 1.16 calls transformers' `gradient_checkpointing_enable`,
-# `gradient_checkpointing_disable` and `is_gradient_checkpointing`, which transformers 5.24 renamed `activation_*`.
 @contextlib.contextmanager
 def quiet_upstream_deprecations():
     """Within it, the `UPSTREAM_DEPRECATIONS` (FutureWarning) are not shown; every other warning is."""
