@@ -31,3 +31,21 @@ def qwen3_model_dir(tmp_path_factory):
     from tests.tiny import build_qwen3_model
 
     return build_qwen3_model(tmp_path_factory.mktemp("tiny-qwen3"))
+
+
+# Under `-n auto --dist loadfile` every test file goes to one worker, in collection order. The longest files go first,
+# so that none of them starts last while the other workers wait (CI's reference suite took 1076 s with the notebook
+# starting last, 2026-11-26). Seconds on 2 cores, from `--durations` (2026-11-26): the notebook about 200 with the
+# demo's figures checked, multinode 164, exact resume 119, the main job 55 (150 with the demo's figures), the GPU
+# check's CPU rehearsal 77, resume 60, two processes 41; the rest 30 or less. Only the order changes: within a file
+# the tests keep theirs.
+LONGEST_FIRST = ("tests/docs/test_notebooks.py", "tests/distributed/test_multinode.py",
+                 "tests/trainer/test_main_job.py", "tests/trainer/test_resume_exact.py",
+                 "tests/distributed/test_gpu_trainer_check.py", "tests/trainer/test_resume.py",
+                 "tests/distributed/test_multiprocess.py", "tests/trainer/test_sync_alarm.py",
+                 "tests/trainer/test_vllm_seeds.py", "tests/distributed/test_gpu_check.py", "tests/docs/test_docs.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order

@@ -27,8 +27,11 @@ norm, both in the 8-step verbose arms (at 4 steps: 7e-6); `RTOL` leaves sevenfol
 rescaling the second pass's advantages (an independent review's test) moved its gradient norms 1.9x to 8x. `changed` names each arm whose fingerprint changed, where it first
 differs and both values.
 
-Several fingerprints are computed side by side, one process per CPU core with one thread each (`fingerprints`): the
-arms are independent runs, and one thread or two compute the same fingerprint within the tolerances above.
+Many fingerprints (a report's, `POOL_MIN` or more) are computed side by side, one process per CPU core with one thread
+each (`fingerprints`): the arms are independent runs, and one thread or two compute the same fingerprint within the
+tolerances above. On 2 cores the provenance test that computes all 27 arms and 8 evaluations took 125 s so, alone on
+the machine; in one process it had taken 377 s, with other jobs running beside it, so not a like-for-like figure
+(2026-11-26, `lab/tests/test_lab_fingerprint.py`).
 """
 
 from __future__ import annotations
@@ -145,6 +148,9 @@ def evaluation_fingerprint(task: str, policy: str) -> dict:
 
 _CURRENT: dict = {}  # (kind, arm or (task, policy)) -> its fingerprint under today's trl-lite, in this process
 WORKERS: int | None = None  # processes that compute fingerprints side by side (None: one per CPU core)
+# fewest fingerprints worth a pool: a worker process spends about 10 s importing torch, transformers and TRL, one
+# fingerprint about 3 s (a run, a pilot or an audit asks for a few; a report or the provenance test for all 35)
+POOL_MIN = 8
 
 
 def _compute(job: tuple) -> dict:
@@ -162,10 +168,10 @@ def _one_thread() -> None:
 
 def _current(jobs: list[tuple], workers: int | None = None) -> None:
     """Computes the fingerprints of `jobs` not computed yet in this process: side by side in `workers` processes
-    (default: `WORKERS`, else one per CPU core; one thread each) when there are several, else here."""
+    (default: `WORKERS`, else one per CPU core; one thread each) when there are at least `POOL_MIN`, else here."""
     todo = [job for job in dict.fromkeys(jobs) if job not in _CURRENT]
     workers = min(len(todo), workers or WORKERS or os.cpu_count() or 1)
-    if workers <= 1:
+    if workers <= 1 or len(todo) < POOL_MIN:
         _CURRENT.update({job: _compute(job) for job in todo})
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
