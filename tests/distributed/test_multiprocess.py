@@ -12,6 +12,8 @@ import pytest
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the multi-process equality runs on every stack CI tests, the upstream stage's included
+pytestmark = pytest.mark.every_stack
 
 
 def _free_port() -> int:

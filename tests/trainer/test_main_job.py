@@ -405,6 +405,7 @@ def _noise(stderr: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.every_stack  # a new release's warning is what the upstream stage is there to see
 def test_the_main_job_prints_no_warning(tmp_path):
     # `trl-lite train` as a newcomer runs it first (2 steps here): stdout holds the table, stderr only progress bars.
     # TRL's calls into transformers' deprecated gradient_checkpointing names (transformers 5.24: four FutureWarnings)
@@ -438,6 +439,7 @@ def test_only_the_upstream_deprecations_are_quieted():
 
 
 @pytest.mark.slow
+@pytest.mark.every_stack
 def test_trl_lite_train_launches_two_processes_through_accelerate(tmp_path):
     # `trl-lite train --accelerate_config multi_gpu --num_processes 2`: a shipped config, 2 CPU processes (gloo)
     out = tmp_path / "out"
