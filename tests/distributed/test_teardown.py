@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests.distributed.test_multiprocess import torchrun
-from trl_lite.teardown import exit_cleanly, finish, multi_process
+from trl_lite.teardown import exit_cleanly, finish, multi_process, shutdown_vllm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -66,3 +66,19 @@ def test_one_process_ends_as_usual(monkeypatch):
     assert exit_.value.code == 4
     monkeypatch.setenv("WORLD_SIZE", "2")  # a launcher started several processes, group already left
     assert multi_process()
+
+
+def test_shutdown_vllm_shuts_the_engine_once_and_only_where_there_is_one():
+    # the path vLLM 0.31 keeps its engine-core client at, from TRL's VLLMGeneration (the real engine:
+    # tests/distributed/test_vllm_cpu.py reads the main job's stderr for the traceback this prevents)
+    from types import SimpleNamespace
+
+    calls = []
+    core = SimpleNamespace(shutdown=lambda: calls.append("shutdown"))
+    trainer = SimpleNamespace(vllm_generation=SimpleNamespace(llm=SimpleNamespace(llm_engine=SimpleNamespace(
+        engine_core=core))))
+    assert shutdown_vllm(trainer) is True and calls == ["shutdown"]
+    # no vLLM (transformers generates), or server mode (a client, no engine here): nothing to shut down
+    assert shutdown_vllm(SimpleNamespace()) is False
+    assert shutdown_vllm(SimpleNamespace(vllm_generation=SimpleNamespace(vllm_client=object()))) is False
+    assert calls == ["shutdown"]
