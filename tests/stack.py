@@ -17,10 +17,13 @@ FIGURE_PACKAGES = ("torch", "trl", "transformers", "accelerate", "datasets", "to
 def figure_env(**extra: str) -> dict[str, str]:
     """The environment for a run whose figures are compared to the committed ones: this process's, without the one
     thread per test process that tests/conftest.py sets under pytest-xdist (the figures are measured with torch's
-    default threads), plus `extra`."""
+    default threads, which then wait passively), plus `extra`."""
     env = dict(os.environ)
     if env.pop("TRL_LITE_TESTS_ONE_THREAD", None):
         env.pop("OMP_NUM_THREADS", None)
+        # beside the other test processes, OpenMP's threads sleep while they wait instead of spinning (the default):
+        # the same arithmetic, but in CI the demo's 200 steps took over 11 minutes spinning next to another worker
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     return {**env, **extra}
 
 
