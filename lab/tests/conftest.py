@@ -12,11 +12,11 @@ import pytest
 def stand_in_fingerprints(request, monkeypatch):
     from trl_lite_lab import fingerprint
 
-    fingerprint._CURRENT.clear()
+    fingerprint.current_arm.cache_clear()
+    fingerprint.current_evaluation.cache_clear()
     if request.node.get_closest_marker("real_fingerprints") is None:
-        # computed here, in this process (a worker process would import the real ones)
-        monkeypatch.setattr(fingerprint, "WORKERS", 1)
         monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: {"arm": arm.name})
         monkeypatch.setattr(fingerprint, "evaluation_fingerprint", lambda task, policy: {"evaluation": f"{task}/{policy}"})
     yield
-    fingerprint._CURRENT.clear()
+    fingerprint.current_arm.cache_clear()
+    fingerprint.current_evaluation.cache_clear()

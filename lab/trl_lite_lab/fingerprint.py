@@ -26,22 +26,15 @@ norm, both in the 8-step verbose arms (at 4 steps: 7e-6); `RTOL` leaves sevenfol
 (another normalization, aggregation or clip) moves them by far more: doubling the batch std halves the advantages, and
 rescaling the second pass's advantages (an independent review's test) moved its gradient norms 1.9x to 8x. `changed` names each arm whose fingerprint changed, where it first
 differs and both values.
-
-Many fingerprints (a report's, `POOL_MIN` or more) are computed side by side, one process per CPU core with one thread
-each (`fingerprints`): the arms are independent runs, and one thread or two compute the same fingerprint within the
-tolerances above. On 2 cores the provenance test that computes all 27 arms and 8 evaluations took 125 s so, alone on
-the machine; in one process it had taken 377 s, with other jobs running beside it, so not a like-for-like figure
-(2026-11-26, `lab/tests/test_lab_fingerprint.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import multiprocessing
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 
 FINGERPRINT_LR = 0.5
 FINGERPRINT_PROMPTS = 16
@@ -146,60 +139,26 @@ def evaluation_fingerprint(task: str, policy: str) -> dict:
     return {k: v for k, v in sorted(out.items()) if isinstance(v, (int, float)) and k != "eval_s"}
 
 
-_CURRENT: dict = {}  # (kind, arm or (task, policy)) -> its fingerprint under today's trl-lite, in this process
-WORKERS: int | None = None  # processes that compute fingerprints side by side (None: one per CPU core)
-# fewest fingerprints worth a pool: a worker process spends about 10 s importing torch, transformers and TRL, one
-# fingerprint about 3 s (a run, a pilot or an audit asks for a few; a report or the provenance test for all 35)
-POOL_MIN = 8
-
-
-def _compute(job: tuple) -> dict:
-    kind, key = job
-    if kind == "arm":
-        return arm_fingerprint(key)
-    return evaluation_fingerprint(*key)
-
-
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def _current(jobs: list[tuple], workers: int | None = None) -> None:
-    """Computes the fingerprints of `jobs` not computed yet in this process: side by side in `workers` processes
-    (default: `WORKERS`, else one per CPU core; one thread each) when there are at least `POOL_MIN`, else here."""
-    todo = [job for job in dict.fromkeys(jobs) if job not in _CURRENT]
-    workers = min(len(todo), workers or WORKERS or os.cpu_count() or 1)
-    if workers <= 1 or len(todo) < POOL_MIN:
-        _CURRENT.update({job: _compute(job) for job in todo})
-        return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_one_thread) as pool:
-        _CURRENT.update(zip(todo, pool.map(_compute, todo)))
-
-
+@functools.lru_cache(maxsize=None)
 def current_arm(arm) -> dict:
     """`arm_fingerprint(arm)` under today's trl-lite, computed once per process."""
-    _current([("arm", arm)], workers=1)
-    return _CURRENT["arm", arm]
+    return arm_fingerprint(arm)
 
 
+@functools.lru_cache(maxsize=None)
 def current_evaluation(task: str, policy: str) -> dict:
     """`evaluation_fingerprint(task, policy)` under today's trl-lite, computed once per process."""
-    _current([("evaluation", (task, policy))], workers=1)
-    return _CURRENT["evaluation", (task, policy)]
+    return evaluation_fingerprint(task, policy)
 
 
-def fingerprints(arms=(), evaluations=(), workers: int | None = None) -> dict:
+def fingerprints(arms=(), evaluations=()) -> dict:
     """{"arms": {arm name: fingerprint}, "evaluations": {"<task>/<policy>": fingerprint}} of `arms`, their initial
     policies' evaluations and the `(task, policy)` pairs in `evaluations`, under today's trl-lite: what a result that
-    used them records. Computed side by side in `workers` processes (default: one per CPU core)."""
+    used them records."""
     arms = sorted(set(arms), key=lambda a: a.name)
     pairs = sorted({(a.task, a.policy) for a in arms} | set(evaluations))
-    _current([("arm", a) for a in arms] + [("evaluation", p) for p in pairs], workers)
-    return {"arms": {a.name: _CURRENT["arm", a] for a in arms},
-            "evaluations": {"/".join(pair): _CURRENT["evaluation", pair] for pair in pairs}}
+    return {"arms": {a.name: current_arm(a) for a in arms},
+            "evaluations": {f"{t}/{p}": current_evaluation(t, p) for t, p in pairs}}
 
 
 def changed(recorded: dict | None, arms=(), evaluations=()) -> list[str]:
