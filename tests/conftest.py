@@ -33,9 +33,10 @@ def qwen3_model_dir(tmp_path_factory):
     return build_qwen3_model(tmp_path_factory.mktemp("tiny-qwen3"))
 
 
-# Under `-n auto --dist loadfile` every test file goes to one worker, in collection order. The longest files go first,
-# so that none of them starts last while the other workers wait (CI's reference suite took 1076 s with the notebook
-# starting last, 2026-11-26). Seconds on 2 cores, from `--durations` (2026-11-26): the notebook about 200 with the
+# Under `-n auto --dist loadfile` every test file goes to one worker. The longest files are collected first, meant to
+# keep one of them from starting last while the other workers wait; measured in CI (2026-11-26) the reference suite
+# went from 1076 s to 1045 s, and the notebook still started about 9 minutes in: xdist does not hand files out in
+# collection order alone (not yet understood). Seconds on 2 cores, from `--durations` (2026-11-26): the notebook about 200 with the
 # demo's figures checked, multinode 164, exact resume 119, the main job 55 (150 with the demo's figures), the GPU
 # check's CPU rehearsal 77, resume 60, two processes 41; the rest 30 or less. Only the order changes: within a file
 # the tests keep theirs.
