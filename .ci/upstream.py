@@ -82,10 +82,29 @@ def broke(log: str) -> int:
     return 1
 
 
+# The docs site's tooling: a new release of these can break the docs build (tests/docs/test_docs.py) and nothing else
+DOCS_TOOLING = ("babel", "mkdocs", "mkdocs-material", "mkdocs-material-extensions", "mkdocstrings",
+                "mkdocstrings-python", "mkdocs-jupyter", "mkdocs-get-deps", "mkdocs-autorefs", "pymdown-extensions",
+                "markdown", "paginate", "ghp-import", "griffe")
+
+
+def docs_only() -> int:
+    """0 when every package that changed since the reference is docs tooling (`DOCS_TOOLING`), 1 otherwise."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        changed = changes()
+    names = {line.split()[0].lower() for line in changed}
+    return 0 if names and names <= set(DOCS_TOOLING) else 1
+
+
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "changes"
     if command == "changes":
         changes()
+    elif command == "docs-only":
+        sys.exit(docs_only())
     elif command == "demo":
         sys.exit(demo())
     elif command == "broke":
