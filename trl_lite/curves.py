@@ -265,10 +265,9 @@ def smooth(values: list[float], window: int) -> list[float]:
             for i in range(len(values))]
 
 
-def seed_bands(panels: Mapping[str, Mapping[str, tuple[list[list[dict]], str]]], *, ylabel: str, window: int = 5,
-               band: bool = True):
+def seed_bands(panels: Mapping[str, Mapping[str, tuple[list[list[dict]], str]]], *, ylabel: str, window: int = 5):
     """One panel per title of `panels` (`{title: {line label: (log histories over seeds, key)}}`), each line the mean
-    over seeds ([`over_seeds`]) smoothed over `window` logged points ([`smooth`]), with a +/- 1 std band unless `band=False`.
+    over seeds ([`over_seeds`]) smoothed over `window` logged points ([`smooth`]), with a +/- 1 std band.
     Returns a matplotlib `Figure`."""
     from matplotlib.figure import Figure
 
@@ -281,9 +280,8 @@ def seed_bands(panels: Mapping[str, Mapping[str, tuple[list[list[dict]], str]]],
                 continue
             mean, std = smooth(mean, window), smooth(std, window)
             line = ax.plot(steps, mean, label=label)[0]
-            if band:
-                ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                                color=line.get_color(), alpha=0.15)
+            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                            color=line.get_color(), alpha=0.15)
         ax.set_xlabel("optimizer step")
         ax.set_title(title)
         if ax.get_legend_handles_labels()[0]:
