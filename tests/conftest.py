@@ -33,18 +33,24 @@ def qwen3_model_dir(tmp_path_factory):
     return build_qwen3_model(tmp_path_factory.mktemp("tiny-qwen3"))
 
 
-# Under `-n auto --dist loadfile` every test file goes to one worker. The longest files are collected first, meant to
-# keep one of them from starting last while the other workers wait; measured in CI (2026-11-26) the reference suite
-# went from 1076 s to 1045 s, and the notebook still started about 9 minutes in: xdist does not hand files out in
-# collection order alone (not yet understood). Seconds on 2 cores, from `--durations` (2026-11-26): the notebook about 200 with the
-# demo's figures checked, multinode 164, exact resume 119, the main job 55 (150 with the demo's figures), the GPU
-# check's CPU rehearsal 77, resume 60, two processes 41; the rest 30 or less. Only the order changes: within a file
-# the tests keep theirs.
+# Under `-n auto --dist loadfile` every test file goes to one worker. The longest files go first, so that none of them
+# starts last while the other worker waits. pytest-xdist hands files out in its own order unless told otherwise: by
+# default (`--loadscope-reorder`) the files with the most tests first, which started the notebook (one test, about 200
+# s) about 9 minutes into CI's reference suite (2026-11-26). `pytest_configure` turns that off, so the files go out in
+# collection order, which `pytest_collection_modifyitems` sets. Seconds on 2 cores, from `--durations` (2026-11-26):
+# the notebook about 200 with the demo's figures checked, multinode 164, exact resume 119, the main job 55 (150 with
+# the demo's figures), the GPU check's CPU rehearsal 77, resume 60, two processes 41; the rest 30 or less. Only the
+# order of the files changes: within a file the tests keep theirs.
 LONGEST_FIRST = ("tests/docs/test_notebooks.py", "tests/distributed/test_multinode.py",
                  "tests/trainer/test_main_job.py", "tests/trainer/test_resume_exact.py",
                  "tests/distributed/test_gpu_trainer_check.py", "tests/trainer/test_resume.py",
                  "tests/distributed/test_multiprocess.py", "tests/trainer/test_sync_alarm.py",
                  "tests/trainer/test_vllm_seeds.py", "tests/distributed/test_gpu_check.py", "tests/docs/test_docs.py")
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist is installed
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):

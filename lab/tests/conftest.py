@@ -5,7 +5,15 @@ compares like the real one. The real fingerprint is what `tests/test_lab_fingerp
 results against today's trl-lite: a comment keeps them, an advantage change does not), and the CLI test's processes;
 mark a test `real_fingerprints` to get it. (`tests/test_lab_claims.py` reads the summary's own fingerprints.)"""
 
+import os
+
 import pytest
+
+# CI runs these tests with `-n 2` (pytest-xdist, one test process per core): one thread each, or each would start a
+# thread per core. Set before torch is imported, and only where the user set none; the fingerprints compare within
+# tolerances that hold across thread counts (`trl_lite_lab.fingerprint`).
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 @pytest.fixture(autouse=True)
