@@ -4,7 +4,8 @@
 - `lab/results/preregistration.md` is `trl-lite-lab list --markdown`, generated from the definitions (never typed), and
   `docs/lab.md` renders the same table through a hook.
 - Every other decimal number or percentage in those pages (outside code) is a value held by `lab/results/summary.json`,
-  `lab/results/audit.json`, a pilot in `lab/results/pilots/`, `lab/results/builds.json` (policy builds tried), or the
+  `lab/results/audit.json`, a pilot in `lab/results/pilots/`, `lab/results/builds.json` (policy builds tried),
+  `lab/results/null.json` (the version 3 statistics on that summary, `trl-lite-lab null`), or the
   definitions (a gate's threshold, a margin, a
   setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
@@ -44,6 +45,7 @@ def committed_numbers() -> list[float]:
 
     values = []
     for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"), os.path.join(LAB, "builds.json"),
+                 os.path.join(LAB, "null.json"),
                  *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True)]:
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))

@@ -7,6 +7,7 @@
     trl-lite-lab run 4,5 --output-dir runs/lab --shard 0/2   # and --shard 1/2 in a second process
     trl-lite-lab report all --output-dir runs/lab        # verdicts, figures, summary.md / summary.json (reads only)
     trl-lite-lab report all --output-dir runs/lab --carry lab/results/summary.json   # runs not here: from that summary
+    trl-lite-lab null --summary lab/results/summary.json  # a summary's tests: sign-flip p-values, resampled-null rate
 """
 
 from __future__ import annotations
@@ -77,6 +78,13 @@ def main(argv: list[str] | None = None) -> None:
                             help="Held-out problems per evaluation instead of 1000 (a quick try).")
     run_parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
                             help="Run every N-th run from the I-th (split a lab over processes).")
+    null_parser = sub.add_parser("null", help="a summary's directional tests under the exact sign-flip test, and the "
+                                              "family's wrong-direction rate under a null resampled from its effects")
+    null_parser.add_argument("--summary", default="lab/results/summary.json", help="A summary.json (`report` writes it).")
+    null_parser.add_argument("--draws", type=int, default=20_000, help="Simulated labs.")
+    null_parser.add_argument("--seed", type=int, default=0, help="Seed of the resampling.")
+    null_parser.add_argument("--output", default=None,
+                             help="Also write the page (markdown) here, and what it reads beside it (.json).")
     args = parser.parse_args(argv)
     if args.command == "list":
         if args.markdown:
@@ -85,6 +93,23 @@ def main(argv: list[str] | None = None) -> None:
             print(preregistration(), end="")
         else:
             print(describe())
+    elif args.command == "null":
+        import json
+
+        from .resampling import markdown, reanalysis
+
+        if args.draws < 1:
+            parser.error(f"--draws {args.draws} is not supported; expected a positive number of simulated labs")
+        with open(args.summary, encoding="utf-8") as f:
+            result = reanalysis(json.load(f), args.draws, args.seed)
+        page = markdown(result, args.summary)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(page)
+            with open(os.path.splitext(args.output)[0] + ".json", "w", encoding="utf-8") as f:
+                json.dump(result, f, indent=2)
+                f.write("\n")
+        print(page, end="")
     elif args.command == "pilot":
         from .pilot import pilot
 

@@ -1,0 +1,234 @@
+"""Tests whose error rate does not rest on normality at the lab's seed counts, and a family's wrong-direction rate
+under a null resampled from its own observed effects (issue 38: the lab's version 3 statistics).
+
+The lab's verdicts (`trl_lite_lab.stats`) use one-sample t-tests on 6-31 per-seed paired effects. Their error rate
+holds when the effects are normal; at 6 seeds with one outlying seed it need not. This module measures that, and
+offers the test that does not need normality:
+
+- [`near_ties`]: an effect within float noise of zero (`NOISE`) is zero. An effect of -2.8e-17 is a rounding of 0, and
+  a t-test on effects one float step apart gives p near 1e-80.
+- [`sign_flip`]: the exact two-sided sign-flip permutation test of mean == 0 (every one of the 2^n sign patterns up to
+  `EXACT_SEEDS` seeds; beyond, `draws` random patterns with the +1 correction, still a valid test). Under a null whose
+  per-seed effects are symmetric about 0 its error rate is at most its level at any n, whatever their shape.
+- [`smallest_p`]: the smallest p-value a sign-flip test on n seeds can give, 2 / 2^n. Holm's first step needs
+  p < alpha / m, so a family of m tests needs n > log2(2m / alpha) seeds per test before any verdict is possible
+  ([`seeds_needed`]: 10 tests at alpha 0.05 need 9).
+- [`null_rate`]: the chance that a family of tests gives at least one directional verdict ("reproduced" or "not
+  reproduced") when no effect is real, each test's seeds drawn with replacement from its own centred effects (the
+  observed shape, outliers included, with mean 0). With Holm that happens exactly when the smallest p-value is below
+  alpha / m (m: the family's size, equivalence tests and untested experiments included).
+
+`trl-lite-lab null` applies these to a committed `summary.json` and writes what they give (`lab/results/null.md`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .stats import ALPHA, finite
+
+NOISE = 1e-12  # |effect| below this is float noise: a difference of accuracies is a multiple of 1 / (problems x samples)
+EXACT_SEEDS = 20  # up to this many seeds every sign pattern is enumerated (2^20 patterns)
+DRAWS = 100_000  # random sign patterns beyond EXACT_SEEDS
+
+
+def near_ties(per_seed, noise: float = NOISE) -> np.ndarray:
+    """The per-seed effects as float64, each within `noise` of zero set to 0.0."""
+    values = np.array([finite(f"per_seed[{i}]", v) for i, v in enumerate(per_seed)], dtype=np.float64)
+    values[np.abs(values) < noise] = 0.0
+    return values
+
+
+def smallest_p(n: int) -> float:
+    """The smallest two-sided p-value a sign-flip test on `n` seeds can give: the observed pattern and its negation,
+    2 of 2^n."""
+    return min(1.0, 2.0 / 2.0 ** n)
+
+
+def seeds_needed(m: int, alpha: float = ALPHA) -> int:
+    """The fewest seeds with which a sign-flip test can pass Holm's first step (p < alpha / m) in a family of `m`."""
+    n = 1
+    while smallest_p(n) >= alpha / m:
+        n += 1
+    return n
+
+
+def _patterns(n: int, draws: int, seed: int) -> np.ndarray:
+    """Sign patterns (rows of +-1): all 2^n up to `EXACT_SEEDS`, else `draws` random ones."""
+    if n <= EXACT_SEEDS:
+        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+        return 1.0 - 2.0 * bits
+    return np.random.default_rng(seed).choice([-1.0, 1.0], size=(draws, n))
+
+
+def _sign_flip_p(samples: np.ndarray, patterns: np.ndarray, exact: bool) -> np.ndarray:
+    """Two-sided sign-flip p-values of the rows of `samples` (one test each), against `patterns`."""
+    observed = np.abs(samples.sum(axis=1))
+    extreme = np.empty(len(samples))
+    rows = max(1, 4_000_000 // len(patterns))  # about 32 MB of flipped sums at a time
+    for start in range(0, len(samples), rows):
+        flipped = np.abs(samples[start:start + rows] @ patterns.T)  # rows: tests; columns: patterns
+        # at least as extreme, with room for the rounding of a re-ordered sum: ties count against the effect
+        extreme[start:start + rows] = (flipped >= observed[start:start + rows, None] * (1 - 1e-9) - NOISE).sum(axis=1)
+    p = extreme / len(patterns) if exact else (extreme + 1) / (len(patterns) + 1)
+    p[observed < NOISE] = 1.0  # a mean of 0 is no evidence either way
+    return np.minimum(p, 1.0)
+
+
+def sign_flip(per_seed, draws: int = DRAWS, seed: int = 0) -> float:
+    """
+    Exact two-sided sign-flip permutation test of mean == 0 on per-seed paired effects.
+
+    Args:
+        per_seed (`list[float]`):
+            The paired effect of each seed, at least 1; each within `NOISE` of zero counts as 0.
+        draws (`int`, *optional*, defaults to `DRAWS`):
+            Random sign patterns when there are more than `EXACT_SEEDS` seeds.
+        seed (`int`, *optional*, defaults to `0`):
+            Seed of those random patterns.
+
+    Returns:
+        `float`: the share of sign patterns whose mean is at least as far from 0 as the observed one (every pattern
+        up to `EXACT_SEEDS` seeds, the observed one and its negation included, so at least `smallest_p(n)`); beyond,
+        (1 + that count) / (1 + draws). 1.0 when the mean is 0.
+    """
+    values = near_ties(per_seed)
+    if len(values) < 1:
+        raise ValueError("a sign-flip test needs at least 1 seed; got none")
+    exact = len(values) <= EXACT_SEEDS
+    return float(_sign_flip_p(values[None, :], _patterns(len(values), draws, seed), exact)[0])
+
+
+def _t_p(samples: np.ndarray) -> np.ndarray:
+    """Two-sided one-sample t-test p-values of the rows of `samples` (as `stats.t_test`: p = 1 without spread)."""
+    from scipy import stats
+
+    n = samples.shape[1]
+    center = samples.mean(axis=1)
+    sd = samples.std(axis=1, ddof=1)
+    p = np.ones(len(samples))
+    spread = sd > 0
+    t = np.abs(center[spread]) / (sd[spread] / math.sqrt(n))
+    p[spread] = np.minimum(1.0, 2.0 * stats.t.sf(t, n - 1))
+    return p
+
+
+TESTS = ("t", "sign-flip")
+
+
+def null_rate(effects: list, family_size: int, test: str = "t", draws: int = 20_000, seed: int = 0,
+              alpha: float = ALPHA, sign_draws: int = 4_000) -> float:
+    """
+    The family's chance of at least one directional verdict when no effect is real, resampled from the observed
+    effects.
+
+    Args:
+        effects (`list[list[float]]`):
+            Each directional test's per-seed effects (equivalence tests are left out: at a true 0 their
+            "reproduced" is right).
+        family_size (`int`):
+            The Holm family's size m: these tests, the equivalence tests and the untested experiments' (p = 1).
+        test (`str`, *optional*, defaults to `"t"`):
+            `"t"` (the lab's t-test) or `"sign-flip"`.
+        draws (`int`, *optional*, defaults to `20_000`):
+            Simulated labs.
+        seed (`int`, *optional*, defaults to `0`):
+            Seed of the resampling.
+        alpha (`float`, *optional*, defaults to `ALPHA`):
+            Family-wise level.
+        sign_draws (`int`, *optional*, defaults to `4_000`):
+            Random sign patterns for a test with more than `EXACT_SEEDS` seeds (the same patterns in every simulated
+            lab).
+
+    Returns:
+        `float`: the share of simulated labs in which the smallest p-value is below alpha / family_size, which is when
+        Holm makes at least one directional verdict. Each simulated lab draws every test's seeds (as many as it had)
+        with replacement from that test's effects minus their mean.
+    """
+    if test not in TESTS:
+        raise ValueError(f"test={test!r} is not supported; expected one of {list(TESTS)}")
+    if family_size < len(effects) or family_size < 1:
+        raise ValueError(f"family_size must be at least the number of tests ({len(effects)}); got {family_size}")
+    rng = np.random.default_rng(seed)
+    smallest = np.ones(draws)
+    for i, per_seed in enumerate(effects):
+        values = near_ties(per_seed)
+        centred = values - values.mean()
+        samples = rng.choice(centred, size=(draws, len(values)), replace=True)
+        if test == "t":
+            p = _t_p(samples)
+        else:
+            exact = len(values) <= EXACT_SEEDS
+            p = _sign_flip_p(samples, _patterns(len(values), sign_draws, seed + 1 + i), exact)
+        smallest = np.minimum(smallest, p)
+    return float(np.mean(smallest < alpha / family_size))
+
+
+def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
+    """What these statistics say about a `summary.json` (as `trl-lite-lab report` writes it): per directional test,
+    its effects with near-ties zeroed, its t-test and sign-flip p-values and the sign-flip Holm verdict; and the
+    family's resampled-null rate under each test."""
+    from .stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, holm
+
+    m = summary["family_size"]
+    alpha = summary.get("alpha", ALPHA)
+    rows, effects = [], []
+    for takeaway in summary["takeaways"]:
+        for test in takeaway.get("tests", []):
+            if test.get("margin"):  # an equivalence test: at a true 0 its "reproduced" is right
+                continue
+            values = near_ties(test["per_seed"])
+            effects.append(values.tolist())
+            rows.append({"name": test["name"], "n": len(values), "mean": float(values.mean()),
+                         "zeroed": int(np.sum((values == 0.0) & (np.asarray(test["per_seed"]) != 0.0))),
+                         "t_p": test["p_value"], "t_verdict": test["verdict"], "sign_flip_p": sign_flip(values),
+                         "smallest_p": smallest_p(len(values))})
+    padding = {f"\0other {i}": 1.0 for i in range(m - len(rows))}
+    adjusted = holm({**{r["name"]: r["sign_flip_p"] for r in rows}, **padding})
+    for r in rows:
+        r["sign_flip_adjusted_p"] = adjusted[r["name"]]
+        significant = adjusted[r["name"]] < alpha
+        r["sign_flip_verdict"] = (REPRODUCED if significant and r["mean"] > 0 else
+                                  NOT_REPRODUCED if significant and r["mean"] < 0 else INCONCLUSIVE)
+        r["can_reject"] = r["smallest_p"] < alpha / m
+    return {"family_size": m, "alpha": alpha, "draws": draws, "seed": seed, "tests": rows,
+            "seeds_needed": seeds_needed(m, alpha),
+            "null_rate": {name: null_rate(effects, m, name, draws, seed, alpha) for name in TESTS}}
+
+
+def markdown(result: dict, source: str) -> str:
+    """`reanalysis`'s result as the page `trl-lite-lab null` writes."""
+    m, alpha = result["family_size"], result["alpha"]
+    lines = [
+        f"# The committed verdicts under the version 3 statistics (`trl-lite-lab null`)", "",
+        f"Read from `{source}` by `trl_lite_lab/resampling.py`; written by "
+        f"`trl-lite-lab null --summary {source} --draws {result['draws']} --seed {result['seed']}`. The family: "
+        f"{m} tests at alpha {alpha} (Holm); {len(result['tests'])} directional, the rest equivalence tests or "
+        f"untested (p = 1).", "",
+        "## Each directional test", "",
+        "| test | seeds | mean effect | effects zeroed (within 1e-12 of 0) | t-test p (raw) | its verdict | "
+        "sign-flip p (exact) | smallest possible | sign-flip, Holm-adjusted | its verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["tests"]:
+        lines.append(f"| {r['name']} | {r['n']} | {r['mean']:+.4f} | {r['zeroed']} | {r['t_p']:.4f} | "
+                     f"{r['t_verdict']} | {r['sign_flip_p']:.4f} | {r['smallest_p']:.4f} | "
+                     f"{r['sign_flip_adjusted_p']:.4f} | {r['sign_flip_verdict']} |")
+    cannot = [r["name"] for r in result["tests"] if not r["can_reject"]]
+    rate = result["null_rate"]
+    lines += [
+        "", "## The family's wrong-direction rate under a resampled null", "",
+        f"Each of {result['draws']} simulated labs draws every directional test's seeds, as many as it had, with "
+        "replacement from that test's own effects minus their mean (the observed shape, outliers included, no real "
+        f"effect); a wrong verdict is any directional one (Holm: the smallest p-value below {alpha} / {m}). The goal "
+        f"is at most {alpha:.0%}.", "",
+        "| test | rate of at least one wrong directional verdict per lab |", "|---|---|",
+        f"| t-test (the lab's, version 2) | {rate['t']:.4f} |",
+        f"| sign-flip (exact) | {rate['sign-flip']:.4f} |", "",
+        f"A sign-flip test on n seeds cannot give p below 2 / 2^n, so in a family of {m} it can pass Holm's first "
+        f"step only with at least {result['seeds_needed']} seeds. "
+        + (f"Here {len(cannot)} of the {len(result['tests'])} directional tests have fewer ({', '.join(cannot)}): "
+           "under the sign-flip test they could never give a verdict, which is part of why its rate is low."
+           if cannot else "Every directional test here has enough."), ""]
+    return "\n".join(lines)
