@@ -155,6 +155,33 @@ def test_moved_and_the_movement_gates():
     assert only.name.startswith("on: ") and only.threshold == 0.05 and only.kind == "movement"
 
 
+def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
+    from trl_lite.recipes import RECIPES
+
+    from trl_lite_lab.design import _DEFAULTS
+
+    e = EXPERIMENTS["headline"]
+    for label in ("lite_ppo", "grpo", "dapo"):  # each arm: the product's recipe on ADD's settings, nothing else
+        for key, value in RECIPES.get(label)().items():
+            assert e.arms[label].settings.get(key, _DEFAULTS.get(key)) == value, (label, key)
+        assert {a.policy for a in e.arms.values()} == {"carry"} and e.arms[label].data == "mixed"
+    # lite_ppo 0.60, 0.62, 0.64 -> mean 0.62, initial 0.55: +0.07, a gain; grpo 0.50, 0.52, 0.54 -> mean 0.52: -0.03,
+    # which an absolute gate (|-0.03| >= 0.03) would pass; dapo 0.56, 0.57, 0.58 -> mean 0.57: +0.02 < 0.03
+    evidence = {"runs": _runs({"lite_ppo": [0.60, 0.62, 0.64], "grpo": [0.50, 0.52, 0.54],
+                               "dapo": [0.56, 0.57, 0.58]}, "acc"), "initial": {"carry": {"acc": 0.55}}}
+    gates = {g.name.split(":")[0]: g for g in e.gates if g.kind == "movement"}
+    values = {label: gate.value(evidence) for label, gate in gates.items()}
+    assert values == pytest.approx({"lite_ppo": 0.07, "grpo": -0.03, "dapo": 0.02})
+    assert [gates[label].passes(values[label]) for label in ("lite_ppo", "grpo", "dapo")] == [True, False, False]
+    # with the pilot's margin a gain must reach 0.03 + 0.25 x 0.03 = 0.0375: +0.07 does
+    assert gates["lite_ppo"].passes(values["lite_ppo"], PILOT_MARGIN) and PILOT_MARGIN == 0.25
+    # ten seeds: the fewest (9, and one more) with which an exact sign-flip test can pass Holm's first step in the
+    # family of every designed test
+    from trl_lite_lab.resampling import seeds_needed
+
+    assert e.seeds == 10 >= seeds_needed(family_size())
+
+
 def test_every_experiment_checks_that_training_moved_each_arm():
     # every claim is about what training does: each experiment has movement gates (runs stage), one per arm
     for name in EXPERIMENTS.names():
@@ -333,7 +360,8 @@ def test_the_holm_family_is_every_registered_experiments_primary_tests():
     records.update({"1": {"passed": True}, "3": {"passed": True}, "2": {"passed": False}})
     # T1 has 1 primary test, T3 3; T2's pilot failed, the others have none -> 1 + 3 = 4
     assert registered_family(records) == 4
-    assert registered_family({name: {"passed": True} for name in EXPERIMENTS.names()}) == family_size() == 14
+    # every designed test: T1 1, T2 1, T3 3, T4 2, clip scaling 2, T5 1, T6 1, T7 1, T8 2, the headline 2 -> 16
+    assert registered_family({name: {"passed": True} for name in EXPERIMENTS.names()}) == family_size() == 16
 
 
 ################

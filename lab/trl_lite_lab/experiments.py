@@ -34,7 +34,7 @@ from .design import (  # noqa: F401  (the lab's vocabulary, re-exported)
 from .provenance import engine_sha256, experiment_sha256  # noqa: F401
 
 # the design modules register their experiments when imported, in the order the lab lists them
-DESIGNS = ("normalization", "clip", "connectives", "aggregation", "overlong")
+DESIGNS = ("normalization", "clip", "connectives", "aggregation", "overlong", "headline")
 for _module in DESIGNS:
     importlib.import_module(f"{__package__}.designs.{_module}")
 
