@@ -1,6 +1,7 @@
 """CI's upstream stage: what the newest releases change against the reference stack (.ci/reference.txt).
 
     python .ci/upstream.py changes        # the installed packages that differ from the reference; exit 0
+    python .ci/upstream.py docs-changed   # exit 0 when a tool of the docs site (babel, mkdocs, ...) changed
     python .ci/upstream.py demo           # the demo's table on this stack against the README's (reference) figures
     python .ci/upstream.py broke LOG      # after a failed suite: what broke (the failed tests) and what changed
 
@@ -82,29 +83,30 @@ def broke(log: str) -> int:
     return 1
 
 
-# The docs site's tooling: a new release of these can break the docs build (tests/docs/test_docs.py) and nothing else
+# The docs site's tooling: a new release of these can break the docs build (tests/docs/test_docs.py, which the upstream
+# stage then runs besides the rest)
 DOCS_TOOLING = ("babel", "mkdocs", "mkdocs-material", "mkdocs-material-extensions", "mkdocstrings",
                 "mkdocstrings-python", "mkdocs-jupyter", "mkdocs-get-deps", "mkdocs-autorefs", "pymdown-extensions",
                 "markdown", "paginate", "ghp-import", "griffe")
 
 
-def docs_only() -> int:
-    """0 when every package that changed since the reference is docs tooling (`DOCS_TOOLING`), 1 otherwise."""
+def docs_changed() -> int:
+    """0 when a package of the docs site's tooling (`DOCS_TOOLING`) changed since the reference, 1 otherwise."""
     import contextlib
     import io
 
     with contextlib.redirect_stdout(io.StringIO()):
         changed = changes()
     names = {line.split()[0].lower() for line in changed}
-    return 0 if names and names <= set(DOCS_TOOLING) else 1
+    return 0 if names & set(DOCS_TOOLING) else 1
 
 
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "changes"
     if command == "changes":
         changes()
-    elif command == "docs-only":
-        sys.exit(docs_only())
+    elif command == "docs-changed":
+        sys.exit(docs_changed())
     elif command == "demo":
         sys.exit(demo())
     elif command == "broke":

@@ -10,6 +10,9 @@ vLLM's layerwise reload leaves stale) and Qwen3's chat template; `initializer_ra
 are not one repeated token, which makes the greedy check able to fail. AdamW at learning rate 0.05: the policy moves
 so far each step that an engine left one step behind shows a gap millions of times the float32 noise.
 
+CI runs this file on both cores (`-n auto --dist loadgroup`: each launch takes one thread): the tests that read the
+same run share an `xdist_group`, so that run is launched once.
+
 Skipped where vLLM is not installed or not on its CPU backend; CI's vLLM stack sets TRL_LITE_REQUIRE_VLLM=1, which
 makes a skip a failure. The stand-in (tests/vllm_standin) stays for what this engine cannot do: sleep mode (refused
 off CUDA, ROCm and XPU; tests/trainer/test_vllm_colocate.py::test_sleep_mode_pushes_the_weights_again_after_each_sleep and
@@ -76,10 +79,18 @@ VLLM_QWEN3 = dict(hidden_size=64, intermediate_size=128, head_dim=32, num_attent
                   initializer_range=0.2)
 
 
+def _own_port() -> dict:
+    """The rendezvous address of a one-process engine: CI runs this file's tests two at a time, and two engines on the
+    default port (29500) fail with EADDRINUSE."""
+    return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+
+
 def _launch(out, processes: int, case: dict, model_dir: str) -> dict:
     script = os.path.join(ROOT, "tests", "vllm_cpu_run.py")
     env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
            "TRL_EXPERIMENTAL_SILENCE": "1"}
+    if processes == 1:  # its own free port (torchrun picks one for 2): two launches at once must not share 29500
+        env.update(_own_port())
     launcher = [sys.executable] if processes == 1 else torchrun(processes)
     done = subprocess.run([*launcher, script, model_dir, str(out), json.dumps(case)], env=env, capture_output=True,
                           text=True, timeout=900)
@@ -123,6 +134,7 @@ def _check_synced(result, steps: int):
     assert _warnings(result) == [] and result["error"] is None
 
 
+@pytest.mark.xdist_group("sync")  # the tests that read the "sync" run: one worker, one launch
 def test_colocate_on_one_process_syncs_every_step_tied_embeddings(request):
     result = _result("sync", request)
     assert result["engine_dtype"] == "torch.float32"
@@ -133,6 +145,7 @@ def test_colocate_on_one_process_syncs_every_step_tied_embeddings(request):
     assert all(abs(r - 1) < 1e-4 for r in trained)  # TRL's IS ratio: the engine's log-probs are the trainer's
 
 
+@pytest.mark.xdist_group("sync")  # the tests that read the "sync" run: one worker, one launch
 def test_a_sync_that_never_reaches_the_engine_trips_the_alarm_and_the_greedy_check(request):
     correct, stale = _result("sync", request), _result("nosync", request)
     noise = _gaps(correct)[0]
@@ -145,6 +158,7 @@ def test_a_sync_that_never_reaches_the_engine_trips_the_alarm_and_the_greedy_che
     assert any(g["engine"] != g["policy"] for g in greedy)  # the independent check sees it too
 
 
+@pytest.mark.xdist_group("sync")  # the tests that read the "sync" run: one worker, one launch
 def test_the_reload_alone_leaves_the_tied_head_stale(request):
     # Why trl_lite/vllm_cpu.py packs the tied LM head again: without it the engine samples from the head packed at
     # the last full load (vLLM's reload limit: "tied parameters will only reflect processing from one of the parent
@@ -154,6 +168,7 @@ def test_the_reload_alone_leaves_the_tied_head_stale(request):
     assert len(_warnings(_result("norefresh", request))) == 1
 
 
+@pytest.mark.xdist_group("sync")  # the tests that read the "sync" run: one worker, one launch
 def test_the_engine_runs_in_the_trainer_dtype_not_vllm_s_bf16(request):
     # vLLM runs a float32 checkpoint in bf16 on this backend unless told otherwise (TRL passes no dtype); trl-lite
     # builds it in the trainer's dtype, float32 here (trl_lite/vllm_cpu.py: engine_dtype). What bf16 would have cost:
@@ -295,7 +310,7 @@ trainer = GRPOTrainer(model={engine_model_dir!r}, reward_funcs=reward_digit_coun
                       train_dataset=prompt_dataset())
 trainer.train()
 """
-    env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **_own_port()}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode != 0
     assert "AttributeError: 'Parameter' object has no attribute 'weight_loader'" in done.stderr
@@ -324,7 +339,7 @@ def test_the_demo_runs_with_vllm(tmp_path):
     done = subprocess.run([sys.executable, "-m", "trl_lite.cli", "train", "--use_vllm", "--vllm_mode", "colocate",
                            "--max_steps", "3", "--eval_problems", "20", "--logging_steps", "1", "--output_dir",
                            str(out)], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **_own_port()})
     assert done.returncode == 0, done.stderr[-4000:]
     # stderr holds progress bars only: not vLLM's Triton and NUMA lines, its reduce_op deprecation, or the traceback
     # its engine's shutdown printed at exit once the main job had left the process group (trl_lite/teardown.py)
