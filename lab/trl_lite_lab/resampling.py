@@ -202,7 +202,7 @@ def markdown(result: dict, source: str) -> str:
     """`reanalysis`'s result as the page `trl-lite-lab null` writes."""
     m, alpha = result["family_size"], result["alpha"]
     lines = [
-        f"# The committed verdicts under the version 3 statistics (`trl-lite-lab null`)", "",
+        "# The committed verdicts under the version 3 statistics (`trl-lite-lab null`)", "",
         f"Read from `{source}` by `trl_lite_lab/resampling.py`; written by "
         f"`trl-lite-lab null --summary {source} --draws {result['draws']} --seed {result['seed']}`. The family: "
         f"{m} tests at alpha {alpha} (Holm); {len(result['tests'])} directional, the rest equivalence tests or "
