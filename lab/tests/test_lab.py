@@ -101,7 +101,8 @@ def test_experiments_cover_the_takeaways_and_clip_scaling():
     from trl_lite_lab.design import LONG
     from trl_lite_lab.runner import arm_hashes
 
-    assert EXPERIMENTS.names() == [str(n) for n in range(1, 5)] + ["clip-scaling"] + [str(n) for n in range(5, 9)]
+    assert EXPERIMENTS.names() == ([str(n) for n in range(1, 5)] + ["clip-scaling"] + [str(n) for n in range(5, 9)]
+                                   + ["headline"])
     for name in EXPERIMENTS:
         experiment = EXPERIMENTS[name]
         assert experiment.claim and experiment.arms and experiment.primaries and experiment.gates
@@ -809,7 +810,7 @@ def test_readme_and_docs_lab_tables_match_the_committed_summary():
     verdicts = {entry["id"]: entry["verdict"] for entry in summary["takeaways"]}
     for doc in ("README.md", os.path.join("docs", "lab.md")):
         text = open(os.path.join(ROOT, doc)).read()
-        quoted = dict(re.findall(r"^\| (T\d|clip-scaling) [^|]*\| \*\*([a-z ]+)\*\* \|", text, flags=re.M))
+        quoted = dict(re.findall(r"^\| (T\d|clip-scaling|headline) [^|]*\| \*\*([a-z ]+)\*\* \|", text, flags=re.M))
         assert quoted == verdicts, doc
 
 

@@ -219,7 +219,9 @@ def test_power_ratio_by_hand():
     # mean 0.02, sd = sqrt((0.02^2 + 0.02^2 + 0) / 2) = 0.02
     # movement: group/none mean 0.62 - initial 0.5 = 0.12, group/group 0.60 - 0.5 = 0.10 -> mean (0.12 + 0.10) / 2 = 0.11
     # registered seeds 8, family 14 (every designed primary test): mde(0.02, 8, 14) / 0.11
-    assert family_size() == 14  # 1 + 1 + 3 (T1-T3) + 2 + 2 (T4, clip scaling) + 1 + 1 + 1 + 2 (T5-T8)
+    # every designed primary test: 1 + 1 + 3 (T1-T3) + 2 + 2 (T4, clip scaling) + 1 + 1 + 1 + 2 (T5-T8) + 2 (the
+    # headline) = 16; this example plans against T2's own pilot-time family of 14
+    assert family_size() == 16
     evidence = {"runs": _runs({"group/none": [0.62, 0.60, 0.64], "group/group": [0.60, 0.60, 0.60]}),
                 "initial": {"carry": {"acc": 0.5}}, "registered_seeds": 8, "family": 14}
     (power,) = [g for g in EXPERIMENTS["2"].gates if g.kind == "power"]
@@ -373,9 +375,10 @@ def test_preregistration_has_one_row_per_experiment_naming_its_design_module():
     lines = preregistration().splitlines()
     assert lines[0].startswith("| experiment | arms |") and lines[1].startswith("|---")
     rows = lines[2:]
-    assert len(rows) == len(EXPERIMENTS.names()) == 9
+    assert len(rows) == len(EXPERIMENTS.names()) == 10
     modules = {"T1": "normalization", "T2": "normalization", "T3": "normalization", "T4": "clip",
-               "clip-scaling": "clip", "T5": "connectives", "T6": "aggregation", "T7": "overlong", "T8": "overlong"}
+               "clip-scaling": "clip", "T5": "connectives", "T6": "aggregation", "T7": "overlong", "T8": "overlong",
+               "headline": "headline"}
     for row, name in zip(rows, EXPERIMENTS.names()):
         experiment = EXPERIMENTS[name]
         assert row.startswith(f"| {experiment.id}: {experiment.title} |")
@@ -400,7 +403,7 @@ def test_engine_modules():
 
 def test_experiment_hashes_by_hand_and_distinct():
     hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()}
-    assert len(set(hashes.values())) == 9  # T1, T2, T3 share a design module: the id is hashed in
+    assert len(set(hashes.values())) == 10  # T1, T2, T3 share a design module: the id is hashed in
     assert all(len(h) == 64 for h in hashes.values()) and len(engine_sha256()) == 64
     # T2: sha256(engine + "\0" + sha256(name "\0" bytes "\0" of its design module) + "\0" + "T2")
     with open(provenance.modules()["designs.normalization"], "rb") as f:
