@@ -247,8 +247,9 @@ def markdown(result: dict, source: str) -> str:
           for r in result["tests"]], "",
         "A sign-flip test is exact when the per-seed effects are symmetric about 0 under the null. This null keeps each "
         "test's observed shape: where one seed lies far from the others (a skewed sample), many resamples miss it "
-        "(at 10 seeds, 0.9^10 = 35% of them), and the rest, all on one side of 0, read as an effect to any test of the "
-        "mean on that few seeds.", "",
+        "(at 10 seeds, 0.9^10 = 35% of them); the others, centred off 0, lie mostly on one side, which a test of the "
+        "mean on that few seeds reads as an effect (a sign-flip test on 10 seeds rejects at 0.05 / 12 with up to one "
+        "small effect on the other side: 4 of 1024 sign patterns).", "",
         f"A sign-flip test on n seeds cannot give p below 2 / 2^n, so in a family of {m} it can pass Holm's first "
         f"step only with at least {result['seeds_needed']} seeds. "
         + (f"Here {len(cannot)} of the {len(result['tests'])} directional tests have fewer ({', '.join(cannot)}): "
