@@ -109,7 +109,7 @@ def _t_p(samples: np.ndarray) -> np.ndarray:
     center = samples.mean(axis=1)
     sd = samples.std(axis=1, ddof=1)
     p = np.ones(len(samples))
-    spread = sd > 0
+    spread = sd > NOISE  # a resample of one repeated value has a rounding-level sd, not a spread
     t = np.abs(center[spread]) / (sd[spread] / math.sqrt(n))
     p[spread] = np.minimum(1.0, 2.0 * stats.t.sf(t, n - 1))
     return p
