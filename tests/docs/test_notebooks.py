@@ -40,9 +40,12 @@ def _runner():
 def executed(tmp_path_factory):
     # about 2 minutes on one core: two 200-step runs of the shipped policy and four held-out evaluations; the kernel
     # gets the environment its figures were measured in (torch's default threads: tests.stack.figure_env)
+    env = stack.figure_env()
     with pytest.MonkeyPatch.context() as patch:
-        for name in set(os.environ) - set(stack.figure_env()):
+        for name in set(os.environ) - set(env):
             patch.delenv(name)
+        for name, value in env.items():  # OMP_WAIT_POLICY=PASSIVE included: spinning, the notebook took 940 s in CI
+            patch.setenv(name, value)
         return _runner().execute(NOTEBOOK, str(tmp_path_factory.mktemp("notebook")))
 
 
