@@ -3,7 +3,7 @@ the real fingerprint of every arm they touch (`trl_lite_lab.fingerprint`: a few 
 100 s for all 27): they get a stand-in, `{"arm": name}` and `{"evaluation": "task/policy"}`, which records and
 compares like the real one. The real fingerprint is what `tests/test_lab_fingerprint.py` computes (the committed
 results against today's trl-lite: a comment keeps them, an advantage change does not), and the CLI test's processes;
-mark a test `real_fingerprints` to get it. (`tests/test_lab_claims.py` reads the summary's own fingerprints.)"""
+mark a test `real_fingerprints` to get it (kept in a disk cache for the test run: `fingerprint.CACHE`). (`tests/test_lab_claims.py` reads the summary's own fingerprints.)"""
 
 import os
 
@@ -17,12 +17,19 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 
 
 @pytest.fixture(autouse=True)
-def stand_in_fingerprints(request, monkeypatch):
+def stand_in_fingerprints(request, monkeypatch, tmp_path_factory):
     from trl_lite_lab import fingerprint
 
     fingerprint.current_arm.cache_clear()
     fingerprint.current_evaluation.cache_clear()
-    if request.node.get_closest_marker("real_fingerprints") is None:
+    if request.node.get_closest_marker("real_fingerprints") is not None:
+        # the real ones, kept on disk for this test run (every xdist worker shares the folder: one parent), so the CLI
+        # test's processes compute each once; a stand-in never reaches it
+        base = tmp_path_factory.getbasetemp()  # under xdist, a worker's own folder in the run's
+        monkeypatch.setenv(fingerprint.CACHE, str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+                                                  / "fingerprints"))
+    else:
+        monkeypatch.delenv(fingerprint.CACHE, raising=False)
         monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: {"arm": arm.name})
         monkeypatch.setattr(fingerprint, "evaluation_fingerprint", lambda task, policy: {"evaluation": f"{task}/{policy}"})
     yield

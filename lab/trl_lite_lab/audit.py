@@ -5,7 +5,7 @@ gates pass (`lab/trl_lite_lab/experiments.py`). An experiment whose audit gate f
 Measures (`audit.json`, flat keys):
 
 - `add/<mix>/pass`, `add/<mix>/zero_std@8`, `add/<mix>/zero_std@16`: the carry-habit policy's pass rate and share of
-  zero-std groups on `AUDIT_PROBLEMS` problems of each ADD mix, 16 samples each at the training temperature (the
+  zero-std groups on `AUDIT_PROBLEMS` problems of each ADD mix (`ADD_AUDITED`), 16 samples each at the training temperature (the
   groups of 8 are the first 8 samples);
 - `add/<policy>/acc@T1`: held-out accuracy of the two ADD policy sizes at temperature 1 (clip scaling);
 - `sumk/<policy>/<measure>`: the SUM-k policies' held-out evaluation (1,000 problems x 4 samples to 160 tokens):
@@ -55,6 +55,9 @@ def failed_audit_gates(experiment: Experiment, measures: dict) -> list[tuple[Gat
     return out
 
 
+ADD_AUDITED = ("easy", "hard", "mostly-easy", "mostly-hard")
+
+
 def _add_mixes(output: dict, progress: bool) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -64,7 +67,9 @@ def _add_mixes(output: dict, progress: bool) -> None:
 
     model_id = policy_dir("add", "carry")
     tokenizer, model = AutoTokenizer.from_pretrained(model_id), AutoModelForCausalLM.from_pretrained(model_id)
-    for mix in ("easy", "hard"):
+    for mix in ADD_AUDITED:
+        if f"add/{mix}/pass" in output:
+            continue
         rows = add_mix(mix)[:AUDIT_PROBLEMS]
         groups = sample_completions(model, tokenizer, [r["prompt"] for r in rows], samples=16,
                                     max_new_tokens=ADD_BUDGET, temperature=ADD_SETTINGS["temperature"], seed=12345)
@@ -122,7 +127,7 @@ def audit(output_dir: str, names: list[str] | None = None, *, progress: bool = T
         measures[weights] = policy_sha256(policy_dir(task, policy))
         measures[printed] = fingerprints(evaluations=[(task, policy)])
         if task == "add":
-            if policy == "carry" and "add/easy/pass" not in measures:
+            if policy == "carry" and any(f"add/{mix}/pass" not in measures for mix in ADD_AUDITED):
                 _add_mixes(measures, progress)
             if f"add/{policy}/acc@T1" not in measures:
                 measures[f"add/{policy}/acc@T1"] = initial_eval("add", policy, output_dir, eval_problems)["acc"]

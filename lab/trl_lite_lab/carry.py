@@ -17,7 +17,7 @@ import os
 from .fingerprint import changed
 from .provenance import engine_sha256, experiment_sha256
 from .results import run_folder
-from .stats import equivalence, t_test
+from .stats import equivalence, paired_test
 from .verdicts import EXPERIMENTS, gate_rows
 
 
@@ -70,7 +70,7 @@ def carry_entry(name: str, old: dict, record: dict | None) -> dict:
                                    "verdict": None, "margin": primary.margin})
         else:
             entry["tests"].append(equivalence(primary.name, per_seed, primary.margin) if primary.margin
-                                  else t_test(primary.name, per_seed))
+                                  else paired_test(primary.name, per_seed))
     return entry
 
 

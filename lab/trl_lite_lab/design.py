@@ -9,9 +9,9 @@ Reading an experiment:
   the paper's claim (positive = as the paper says), or, with a `margin`, to a number whose absolute value the paper
   claims is small (an equivalence test). They enter the lab's Holm family (`trl_lite_lab.stats`).
 - `gates`: what must hold for the experiment to be a fair test, each with the `kind` of thing it checks (the audit,
-  the clip band, movement, ...), which an untestable verdict names. An `audit` gate is measured on fresh samples of
+  the clip band, gain, ...), which an untestable verdict names. An `audit` gate is measured on fresh samples of
   the initial policy before any training (`trl-lite-lab audit`); a `runs` gate on the finished runs, pooled over seeds
-  (what only training shows: how many tokens reach the clip band, whether the arms moved); a `pilot` gate only on the
+  (what only training shows: how many tokens reach the clip band, whether every arm gained); a `pilot` gate only on the
   pilot (`trl_lite_lab.pilot`: e.g. whether the registered seeds can detect half of what training moves).
 - `details`: mechanism measures reported next to the verdict, labelled descriptive (no test, no correction).
 
@@ -59,7 +59,10 @@ PILOT_MARGIN = 0.25  # a pilot passes a runs or pilot gate only beyond it by thi
 # an audit gate (measured once on 200-1000 fresh problems, little noise) by this fraction: a quarter of a 0.8 pass-rate
 # threshold would ask for a pass rate of 1.0
 AUDIT_MARGIN = 0.1
-MOVE = 0.02  # movement gates: an arm's mean held-out measure must move this far from the initial policy's
+# gain gates (version 3): an arm's mean held-out measure must rise this far above the initial policy's, and its training
+# reward must rise over its generation batches by more than REWARD_RISE (it need only rise: the gain gate sizes it)
+GAIN = 0.03
+REWARD_RISE = 0.0
 
 SHORT = {"advantage_mean": "mean", "advantage_std": "std", "epsilon_high": "eps_high", "loss_aggregation": "agg",
          "max_completion_length": "len", "overlong_filter": "filter", "num_generations": "G",
@@ -120,7 +123,7 @@ class Gate:
     (evidence: the audit's measures, before training), `runs` (evidence: `{"runs": {seed: {label: result}},
     "initial": {policy: evaluation}}`, after training) or `pilot` (the same evidence, from the pilot's seeds, plus
     `"registered_seeds"`; checked by the pilot only). `kind` names what the gate checks (`the audit`, `the clip band`,
-    `movement`, ...): an untestable verdict says which kind failed."""
+    `gain`, ...): an untestable verdict says which kind failed."""
 
     name: str
     value: Callable[[dict], float]
@@ -226,21 +229,38 @@ def audit_value(key: str) -> Callable[[dict], float]:
     return lambda evidence: evidence[key]
 
 
-def moved(label: str, policy: str, key: str = "acc") -> Callable[[dict], float]:
-    """A movement gate's value: |mean over seeds of the arm's held-out `key` - the initial policy's|."""
+def gained(label: str, policy: str, key: str = "acc") -> Callable[[dict], float]:
+    """A gain gate's value (signed, version 3): the mean over seeds of the arm's held-out `key` minus the initial
+    policy's. An arm that falls gives a negative value: it fails the gate, never passes it by moving."""
     def value(evidence):
-        return abs(mean([runs[label]["eval"][key] for runs in evidence["runs"].values()])
-                   - evidence["initial"][policy][key])
+        return (mean([runs[label]["eval"][key] for runs in evidence["runs"].values()])
+                - evidence["initial"][policy][key])
     return value
 
 
-def movement_gates(arms: dict[str, Arm], key: str = "acc", amount: float = MOVE, what: str = "held-out accuracy",
-                   labels: tuple[str, ...] | None = None) -> tuple[Gate, ...]:
-    """One movement gate per arm (or per `labels`): training must move the arm's mean held-out `key` by `amount`
-    from the initial policy's, or the experiment says nothing about what training does."""
-    return tuple(Gate(f"{label}: {what}, mean over seeds, moved from the initial policy's (absolute)",
-                      moved(label, arms[label].policy, key), amount, stage="runs", kind="movement")
-                 for label in (labels or tuple(arms)))
+def reward_rise(label: str) -> Callable[[dict], float]:
+    """A gain gate's value: the mean over seeds of how far the arm's training reward rose over its generation batches
+    (`results.train_measures`' `reward_rise`: the last quarter's mean minus the first quarter's)."""
+    return lambda evidence: mean([runs[label]["train"]["reward_rise"] for runs in evidence["runs"].values()])
+
+
+def mean_gain(labels: tuple[str, ...], policies: dict[str, str]) -> Callable[[dict], float]:
+    """What training gains, for a power gate: the mean over `labels` of their gain gates' values."""
+    return lambda evidence: mean([gained(label, policies[label])(evidence) for label in labels])
+
+
+def gain_gates(arms: dict[str, Arm], key: str = "acc", amount: float = GAIN, what: str = "held-out accuracy",
+               labels: tuple[str, ...] | None = None) -> tuple[Gate, ...]:
+    """Two gates per arm (or per `labels`), both signed (version 3): the arm's mean held-out `key` must rise by at
+    least `amount` above the initial policy's, and its training reward must rise over its generation batches. An arm
+    that falls makes the experiment untestable with that value, never a verdict about a trick."""
+    out = []
+    for label in labels or tuple(arms):
+        out.append(Gate(f"{label}: {what}, mean over seeds, minus the initial policy's (a gain)",
+                        gained(label, arms[label].policy, key), amount, stage="runs", kind="gain"))
+        out.append(Gate(f"{label}: training reward, last quarter of the generation batches minus the first, mean "
+                        "over seeds (a rise)", reward_rise(label), REWARD_RISE, stage="runs", kind="gain"))
+    return tuple(out)
 
 
 def band_share(label: str, key: str = "ratio_band_tokens") -> Callable[[dict], float]:
@@ -265,15 +285,16 @@ def effect_sd(primary: Primary) -> Callable[[dict], float]:
 def power_ratio(primary: Primary, movement: Callable[[dict], float]) -> Callable[[dict], float]:
     """Pilot gate: the smallest effect the registered seeds (`evidence["registered_seeds"]`) detect with 80% power at
     the strictest Holm level of the family (`evidence["family"]`: every designed primary test), from the pilot's
-    spread of the effect, divided by what training moves the measure by (`movement(evidence)`). At most 0.5: the test
-    can find an effect half as large as training's own."""
+    spread of the effect (`stats.detectable_effect`: infinite where a sign-flip test on that few seeds cannot reach
+    the level), divided by what training gains (`movement(evidence)`, e.g. `mean_gain`). At most 0.5: the test can
+    find an effect half as large as training's own."""
     def value(evidence):
-        from .stats import mde
+        from .stats import detectable_effect
 
         sd, move = effect_sd(primary)(evidence), movement(evidence)
         if not (math.isfinite(sd) and move > 0):
             return float("nan")
-        return mde(sd, evidence["registered_seeds"], evidence["family"]) / move
+        return detectable_effect(sd, evidence["registered_seeds"], evidence["family"]) / move
     return value
 
 

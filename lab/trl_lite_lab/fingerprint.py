@@ -41,6 +41,8 @@ FINGERPRINT_PROMPTS = 16
 EVAL_PROBLEMS = 8
 RTOL, ATOL = 1e-2, 1e-7
 ADVANTAGES_RTOL, ADVANTAGES_ATOL = 1e-9, 1e-12
+# a folder where today's fingerprints are kept between processes (unset: none is; `_cached` says what keys them)
+CACHE = "TRL_LITE_LAB_FINGERPRINT_CACHE"
 FINGERPRINT_PASSES = 2  # passes over the generation batch (an arm's `num_iterations`, at most this many)
 # the resolved config, less what names places, trackers and saving (the same computation whatever they are)
 _NOT_CONFIG = ("dir", "hub", "token", "run_name", "report_to", "logging", "save", "push", "tqdm", "output")
@@ -139,16 +141,73 @@ def evaluation_fingerprint(task: str, policy: str) -> dict:
     return {k: v for k, v in sorted(out.items()) if isinstance(v, (int, float)) and k != "eval_s"}
 
 
+@functools.lru_cache(maxsize=1)
+def _installed() -> str:
+    """What decides a fingerprint besides the arm: trl-lite's files (its source and its demo policy), the lab engine,
+    every installed distribution's version and Python's. A disk cache entry is keyed on it, so any change to them
+    computes the fingerprint again."""
+    import hashlib
+    import sys
+    from importlib.metadata import distributions
+
+    import trl_lite
+
+    from .provenance import engine_sha256
+
+    digest = hashlib.sha256()
+    root = os.path.dirname(os.path.abspath(trl_lite.__file__))
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                digest.update(os.path.relpath(path, root).encode() + b"\0" + f.read() + b"\0")
+    versions = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions())
+    digest.update("\n".join([*versions, sys.version, engine_sha256()]).encode())
+    return digest.hexdigest()
+
+
+def _cached(kind: str, name: str, policy: str, compute) -> dict:
+    """`compute()`, or its copy in the folder `CACHE` names (opt-in: the lab's tests set it so that the CLI's
+    processes compute each fingerprint once), keyed on `_installed()`, the kind, the name and the initial policy's
+    files. Written whole (a temporary file, then renamed), so processes sharing the folder never read half a file."""
+    folder = os.environ.get(CACHE)
+    if not folder:
+        return compute()
+    import hashlib
+
+    from .design import policy_sha256
+
+    key = hashlib.sha256("\0".join([_installed(), kind, name, policy_sha256(policy)]).encode()).hexdigest()
+    path = os.path.join(folder, f"{kind}-{key[:40]}.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    value = compute()
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as f:
+        json.dump(value, f)
+    os.replace(temporary, path)
+    return json.loads(json.dumps(value))  # what a cached read gives (lists, not tuples)
+
+
 @functools.lru_cache(maxsize=None)
 def current_arm(arm) -> dict:
-    """`arm_fingerprint(arm)` under today's trl-lite, computed once per process."""
-    return arm_fingerprint(arm)
+    """`arm_fingerprint(arm)` under today's trl-lite, computed once per process (and once per `CACHE` folder)."""
+    from .design import policy_dir
+
+    return _cached("arm", arm.name, policy_dir(arm.task, arm.policy), lambda: arm_fingerprint(arm))
 
 
 @functools.lru_cache(maxsize=None)
 def current_evaluation(task: str, policy: str) -> dict:
-    """`evaluation_fingerprint(task, policy)` under today's trl-lite, computed once per process."""
-    return evaluation_fingerprint(task, policy)
+    """`evaluation_fingerprint(task, policy)` under today's trl-lite, computed once per process (and once per `CACHE`
+    folder)."""
+    from .design import policy_dir
+
+    return _cached("evaluation", f"{task}/{policy}", policy_dir(task, policy),
+                   lambda: evaluation_fingerprint(task, policy))
 
 
 def fingerprints(arms=(), evaluations=()) -> dict:

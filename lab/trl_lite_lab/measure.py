@@ -27,6 +27,21 @@ def top_share(values: torch.Tensor, frac: float = 0.05) -> float:
     return (magnitudes.topk(top).values.sum() / total).item()
 
 
+def update_size(model: torch.nn.Module, initial: torch.nn.Module) -> dict:
+    """How far training moved the weights (version 3: an arm's update size, next to its gradient norms): the L2 norm
+    of the trained weights minus the initial policy's over every parameter (`update_norm`), and that over the initial
+    weights' norm (`update_rel`). Parameters are matched by name; tied ones count once (`named_parameters`)."""
+    before = dict(initial.named_parameters())
+    moved, size = 0.0, 0.0
+    for name, weight in model.named_parameters():
+        if name not in before:
+            raise KeyError(f"parameter {name!r} of the trained model is not in the initial policy")
+        start = before[name].detach().double().cpu()
+        moved += (weight.detach().double().cpu() - start).pow(2).sum().item()
+        size += start.pow(2).sum().item()
+    return {"update_norm": math.sqrt(moved), "update_rel": math.sqrt(moved / size) if size else float("nan")}
+
+
 def token_covariance(logps: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> float:
     """Cov(log pi(y_t), A) over the batch's completion tokens (the entropy-dynamics term of Cui et al., 2025: a
     positive covariance means confident tokens are reinforced and entropy falls). `logps`, `mask`: `(B, T)`;

@@ -1,10 +1,10 @@
 """Pilot, then register: an experiment runs on its registered seeds only after a pilot on other seeds has passed every
-gate, the movement gates included, with a margin.
+gate, the gain gates included, with a margin.
 
 `trl-lite-lab pilot 4 --output-dir runs/lab` audits the initial policies the experiment needs, and, if its audit gates
 pass with the margin, runs every arm on the pilot seeds (`PILOT_SEED`, `PILOT_SEED + 1`, ...; never a registered
 seed) with the registered settings. It then evaluates every gate on the pilot (audit, runs and `pilot`-stage gates,
-such as whether the registered seeds can detect half of what training moves), and writes
+such as whether the registered seeds can detect half of what training gains), and writes
 `<output-dir>/pilots/<id>.json`: each gate's value, threshold and whether it passed with the margin
 (`PILOT_MARGIN`: beyond the threshold by a quarter of it for runs and pilot gates; `AUDIT_MARGIN`, a tenth, for
 audit gates, measured once on many fresh samples), the primary effects per pilot seed (not tested: a pilot

@@ -27,79 +27,17 @@ import math
 
 import numpy as np
 
-from .stats import ALPHA, finite
-
-NOISE = 1e-12  # |effect| below this is float noise: a difference of accuracies is a multiple of 1 / (problems x samples)
-EXACT_SEEDS = 20  # up to this many seeds every sign pattern is enumerated (2^20 patterns)
-DRAWS = 100_000  # random sign patterns beyond EXACT_SEEDS
-
-
-def near_ties(per_seed, noise: float = NOISE) -> np.ndarray:
-    """The per-seed effects as float64, each within `noise` of zero set to 0.0."""
-    values = np.array([finite(f"per_seed[{i}]", v) for i, v in enumerate(per_seed)], dtype=np.float64)
-    values[np.abs(values) < noise] = 0.0
-    return values
-
-
-def smallest_p(n: int) -> float:
-    """The smallest two-sided p-value a sign-flip test on `n` seeds can give: the observed pattern and its negation,
-    2 of 2^n."""
-    return min(1.0, 2.0 / 2.0 ** n)
-
-
-def seeds_needed(m: int, alpha: float = ALPHA) -> int:
-    """The fewest seeds with which a sign-flip test can pass Holm's first step (p < alpha / m) in a family of `m`."""
-    n = 1
-    while smallest_p(n) >= alpha / m:
-        n += 1
-    return n
-
-
-def _patterns(n: int, draws: int, seed: int) -> np.ndarray:
-    """Sign patterns (rows of +-1): all 2^n up to `EXACT_SEEDS`, else `draws` random ones."""
-    if n <= EXACT_SEEDS:
-        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
-        return 1.0 - 2.0 * bits
-    return np.random.default_rng(seed).choice([-1.0, 1.0], size=(draws, n))
-
-
-def _sign_flip_p(samples: np.ndarray, patterns: np.ndarray, exact: bool) -> np.ndarray:
-    """Two-sided sign-flip p-values of the rows of `samples` (one test each), against `patterns`."""
-    observed = np.abs(samples.sum(axis=1))
-    extreme = np.empty(len(samples))
-    rows = max(1, 4_000_000 // len(patterns))  # about 32 MB of flipped sums at a time
-    for start in range(0, len(samples), rows):
-        flipped = np.abs(samples[start:start + rows] @ patterns.T)  # rows: tests; columns: patterns
-        # at least as extreme, with room for the rounding of a re-ordered sum: ties count against the effect
-        extreme[start:start + rows] = (flipped >= observed[start:start + rows, None] * (1 - 1e-9) - NOISE).sum(axis=1)
-    p = extreme / len(patterns) if exact else (extreme + 1) / (len(patterns) + 1)
-    p[observed < NOISE] = 1.0  # a mean of 0 is no evidence either way
-    return np.minimum(p, 1.0)
-
-
-def sign_flip(per_seed, draws: int = DRAWS, seed: int = 0) -> float:
-    """
-    Exact two-sided sign-flip permutation test of mean == 0 on per-seed paired effects.
-
-    Args:
-        per_seed (`list[float]`):
-            The paired effect of each seed, at least 1; each within `NOISE` of zero counts as 0.
-        draws (`int`, *optional*, defaults to `DRAWS`):
-            Random sign patterns when there are more than `EXACT_SEEDS` seeds.
-        seed (`int`, *optional*, defaults to `0`):
-            Seed of those random patterns.
-
-    Returns:
-        `float`: the share of sign patterns whose mean is at least as far from 0 as the observed one (every pattern
-        up to `EXACT_SEEDS` seeds, the observed one and its negation included, so at least `smallest_p(n)`); beyond,
-        (1 + that count) / (1 + draws). 1.0 when the mean is 0.
-    """
-    values = near_ties(per_seed)
-    if len(values) < 1:
-        raise ValueError("a sign-flip test needs at least 1 seed; got none")
-    exact = len(values) <= EXACT_SEEDS
-    return float(_sign_flip_p(values[None, :], _patterns(len(values), draws, seed), exact)[0])
-
+from .stats import (  # the verdicts' own test (version 3): the lab's engine
+    ALPHA,
+    EXACT_SEEDS,
+    NOISE,
+    _patterns,
+    _sign_flip_p,
+    near_ties,
+    seeds_needed,
+    sign_flip,
+    smallest_p,
+)
 
 def _t_p(samples: np.ndarray) -> np.ndarray:
     """Two-sided one-sample t-test p-values of the rows of `samples` (as `stats.t_test`: p = 1 without spread)."""
@@ -182,30 +120,31 @@ def _null_p(effects: list, test: str, draws: int, seed: int, sign_draws: int) ->
 
 def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
     """What these statistics say about a `summary.json` (as `trl-lite-lab report` writes it): per directional test,
-    its effects with near-ties zeroed, its t-test and sign-flip p-values and the sign-flip Holm verdict; and the
-    family's resampled-null rate under each test."""
-    from .stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, holm
+    its effects with near-ties zeroed, its t-test and sign-flip p-values, each Holm-adjusted over the family with its
+    verdict (`stats.verdict`); and the family's resampled-null rate under each test."""
+    from .stats import direction, holm, paired_test, t_test
 
     m = summary["family_size"]
     alpha = summary.get("alpha", ALPHA)
     rows, effects = [], []
     for takeaway in summary["takeaways"]:
         for test in takeaway.get("tests", []):
-            if test.get("margin"):  # an equivalence test: at a true 0 its "reproduced" is right
+            if test.get("margin") or test.get("verdict") is None:  # equivalence (right at a true 0), or untested
                 continue
             values = near_ties(test["per_seed"])
             effects.append(values.tolist())
             rows.append({"name": test["name"], "n": len(values), "mean": float(values.mean()),
                          "zeroed": int(np.sum((values == 0.0) & (np.asarray(test["per_seed"]) != 0.0))),
-                         "t_p": test["p_value"], "t_verdict": test["verdict"], "sign_flip_p": sign_flip(values),
+                         "t_p": t_test(test["name"], values.tolist()).p_value,
+                         "sign_flip_p": paired_test(test["name"], values.tolist()).p_value,
                          "smallest_p": smallest_p(len(values))})
     padding = {f"\0other {i}": 1.0 for i in range(m - len(rows))}
-    adjusted = holm({**{r["name"]: r["sign_flip_p"] for r in rows}, **padding})
+    for kind in ("t", "sign_flip"):
+        adjusted = holm({**{r["name"]: r[f"{kind}_p"] for r in rows}, **padding})
+        for r in rows:
+            r[f"{kind}_adjusted_p"] = adjusted[r["name"]]
+            r[f"{kind}_verdict"] = direction(r["mean"], adjusted[r["name"]], alpha)
     for r in rows:
-        r["sign_flip_adjusted_p"] = adjusted[r["name"]]
-        significant = adjusted[r["name"]] < alpha
-        r["sign_flip_verdict"] = (REPRODUCED if significant and r["mean"] > 0 else
-                                  NOT_REPRODUCED if significant and r["mean"] < 0 else INCONCLUSIVE)
         r["can_reject"] = r["smallest_p"] < alpha / m
     family = {}
     for name in TESTS:  # one simulation per test kind: the family's rate and each test's share come from the same draws

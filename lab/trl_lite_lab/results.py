@@ -148,9 +148,18 @@ def finite_max(values) -> float:
     return max(present) if present else float("nan")
 
 
+def quarters_rise(rewards: list[float]) -> float:
+    """How far a run's training reward rose: the mean over its last quarter of generation batches minus the mean over
+    its first quarter (the trainer logs `reward` once per generation batch; NaN with fewer than 4 batches)."""
+    quarter = len(rewards) // 4
+    if quarter == 0:
+        return float("nan")
+    return mean(rewards[-quarter:]) - mean(rewards[:quarter])
+
+
 def train_measures(folder: str) -> dict:
-    """What the lab reads from a run's logs: advantage concentration, 1/sigma, gradient norms, reward jitter, clip
-    shares and the clip census by token class, the ratio band counts, loops and truncation."""
+    """What the lab reads from a run's logs: advantage concentration, 1/sigma, gradient norms (largest and mean), the
+    training reward's rise over the generation batches, reward jitter, clip shares and the clip census by token class, the ratio band counts, loops and truncation."""
     from trl_lite.runs import read_metrics
     from trl_lite.diagnostics_window import CLIPPED_TOKENS_FILE
     from .sumk import token_class
@@ -189,6 +198,8 @@ def train_measures(folder: str) -> dict:
         "strata": strata,
         "inv_sigma_max": finite_max(series("lab/inv_sigma_batch")),
         "grad_norm_max": finite_max(series("grad_norm")),
+        "grad_norm_mean": mean(series("grad_norm")),
+        "reward_rise": quarters_rise(series("reward")),
         "reward_jitter": late_jitter(series("reward")),
         "clip_high_frac": mean(series("clip_ratio/high_mean")),
         "pos_adv_tokens": total("lab/pos_adv_tokens"),

@@ -60,11 +60,19 @@ def run_arm(arm: Arm, seed: int, output_dir: str, *, steps: int | None = None, p
     folder = run_folder(output_dir, arm, seed)
     started = time.time()
     settings = dict(arm.settings)
+
+    def evaluated(trainer, tokenizer) -> dict:  # held-out measures, and how far training moved the weights
+        from transformers import AutoModelForCausalLM
+
+        from .measure import update_size
+
+        result = evaluate(arm.task, trainer.model, tokenizer, eval_problems, settings["temperature"])
+        initial = AutoModelForCausalLM.from_pretrained(policy_dir(arm.task, arm.policy))
+        return {**result, **update_size(trainer.model, initial)}
+
     run_one("lite_ppo", seed, output_dir, max_steps=steps or arm.steps, model=policy_dir(arm.task, arm.policy),
             folder=folder, train_set=train_set(arm, seed), settings=settings, trainer_cls=LabTrainer,
-            evaluate=lambda trainer, tokenizer: evaluate(arm.task, trainer.model, tokenizer, eval_problems,
-                                                         settings["temperature"]),
-            eval_problems=0, progress=progress, desc=f"{arm.name} seed {seed}")
+            evaluate=evaluated, eval_problems=0, progress=progress, desc=f"{arm.name} seed {seed}")
     path = os.path.join(folder, RESULT_FILE)
     with open(path, encoding="utf-8") as f:
         result = json.load(f)

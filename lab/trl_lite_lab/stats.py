@@ -2,15 +2,18 @@
 so `trl-lite-lab list` and `--help`) load without torch.
 
 Besides [`mean`], this module is the lab's verdict engine: pure functions from per-seed paired effects (positive = the
-paper's direction) to a verdict. Each primary test is a two-sided one-sample t-test of the mean effect over seeds
-([`t_test`]); the tests of one lab run form a family whose p-values are Holm-adjusted ([`holm`]) so that the chance of
-any wrong directional verdict in a run is at most [`ALPHA`]; a test that is not significant is stated with the
-smallest effect it could have found ([`mde`]), so "inconclusive" says how large an effect was ruled out. [`family`]
-puts these together into the rows the report prints. [`equivalence`] (TOST) is for claims that two settings do *not*
-differ.
+paper's direction) to a verdict. Each primary test (version 3, issue 38) is an exact two-sided sign-flip permutation
+test of the mean effect over seeds ([`paired_test`], [`sign_flip`]), whose error rate does not rest on the effects
+being normal at 10-16 seeds; effects within float noise of zero are zero ([`near_ties`]). Version 2's one-sample
+t-test ([`t_test`]) still gives the descriptive 95% intervals. The tests of one lab run form a family whose p-values
+are Holm-adjusted ([`holm`]) so that the chance of any wrong directional verdict in a run is at most [`ALPHA`]; a
+test that is not significant is stated with the smallest effect it could have found ([`detectable_effect`]: the
+t-test's [`mde`], or none where a sign-flip test on that few seeds cannot reach the level), so "inconclusive" says
+how large an effect was ruled out. [`family`] puts these together into the rows the report prints. [`equivalence`]
+(TOST) is for claims that two settings do *not* differ.
 
-scipy is imported on first use, not here: `experiments.py` and `report.py` import [`mean`], and `trl-lite-lab list`
-should not pay scipy.stats' second of import time.
+NumPy and scipy are imported on first use, not here: `experiments.py` and `report.py` import [`mean`], and
+`trl-lite-lab list` should not pay scipy.stats' second of import time.
 """
 
 from __future__ import annotations
@@ -173,6 +176,111 @@ def t_test(name: str, per_seed: list[float]) -> Test:
     return Test(name, values, center, (center - half, center + half), p_value, sd)
 
 
+NOISE = 1e-12  # |effect| below this is float noise: a difference of accuracies is a multiple of 1 / (problems x samples)
+EXACT_SEEDS = 20  # up to this many seeds every sign pattern is enumerated (2^20 patterns)
+DRAWS = 100_000  # random sign patterns beyond EXACT_SEEDS
+
+
+def near_ties(per_seed, noise: float = NOISE):
+    """The per-seed effects as a float64 array, each within `noise` of zero set to 0.0."""
+    import numpy as np
+
+    values = np.array([finite(f"per_seed[{i}]", v) for i, v in enumerate(per_seed)], dtype=np.float64)
+    values[np.abs(values) < noise] = 0.0
+    return values
+
+
+def smallest_p(n: int) -> float:
+    """The smallest two-sided p-value a sign-flip test on `n` seeds can give: the observed pattern and its negation,
+    2 of 2^n."""
+    return min(1.0, 2.0 / 2.0 ** n)
+
+
+def seeds_needed(m: int, alpha: float = ALPHA) -> int:
+    """The fewest seeds with which a sign-flip test can pass Holm's first step (p < alpha / m) in a family of `m`."""
+    n = 1
+    while smallest_p(n) >= alpha / m:
+        n += 1
+    return n
+
+
+def _patterns(n: int, draws: int, seed: int):
+    """Sign patterns (rows of +-1): all 2^n up to `EXACT_SEEDS`, else `draws` random ones."""
+    import numpy as np
+
+    if n <= EXACT_SEEDS:
+        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+        return 1.0 - 2.0 * bits
+    return np.random.default_rng(seed).choice([-1.0, 1.0], size=(draws, n))
+
+
+def _sign_flip_p(samples, patterns, exact: bool):
+    """Two-sided sign-flip p-values of the rows of `samples` (one test each), against `patterns` (NumPy arrays)."""
+    import numpy as np
+
+    observed = np.abs(samples.sum(axis=1))
+    extreme = np.empty(len(samples))
+    rows = max(1, 4_000_000 // len(patterns))  # about 32 MB of flipped sums at a time
+    for start in range(0, len(samples), rows):
+        flipped = np.abs(samples[start:start + rows] @ patterns.T)  # rows: tests; columns: patterns
+        # at least as extreme, with room for the rounding of a re-ordered sum: ties count against the effect
+        extreme[start:start + rows] = (flipped >= observed[start:start + rows, None] * (1 - 1e-9) - NOISE).sum(axis=1)
+    p = extreme / len(patterns) if exact else (extreme + 1) / (len(patterns) + 1)
+    p[observed < NOISE] = 1.0  # a mean of 0 is no evidence either way
+    return np.minimum(p, 1.0)
+
+
+def sign_flip(per_seed, draws: int = DRAWS, seed: int = 0) -> float:
+    """
+    Exact two-sided sign-flip permutation test of mean == 0 on per-seed paired effects.
+
+    Args:
+        per_seed (`list[float]`):
+            The paired effect of each seed, at least 1; each within `NOISE` of zero counts as 0.
+        draws (`int`, *optional*, defaults to `DRAWS`):
+            Random sign patterns when there are more than `EXACT_SEEDS` seeds.
+        seed (`int`, *optional*, defaults to `0`):
+            Seed of those random patterns.
+
+    Returns:
+        `float`: the share of sign patterns whose mean is at least as far from 0 as the observed one (every pattern
+        up to `EXACT_SEEDS` seeds, the observed one and its negation included, so at least `smallest_p(n)`); beyond,
+        (1 + that count) / (1 + draws). 1.0 when the mean is 0.
+    """
+    values = near_ties(per_seed)
+    if len(values) < 1:
+        raise ValueError("a sign-flip test needs at least 1 seed; got none")
+    exact = len(values) <= EXACT_SEEDS
+    return float(_sign_flip_p(values[None, :], _patterns(len(values), draws, seed), exact)[0])
+
+
+
+def paired_test(name: str, per_seed: list[float]) -> Test:
+    """
+    The verdicts' primary test (version 3): an exact two-sided sign-flip test of mean == 0 on per-seed paired effects,
+    each within `NOISE` of zero counted as 0.
+
+    Args:
+        name (`str`):
+            The test's name; also names the offending seed in errors (`f"{name}[seed {i}]"`).
+        per_seed (`list[float]`):
+            The paired effect of each seed, at least 2.
+
+    Returns:
+        [`Test`]: the mean and sd of the effects (near-ties zeroed), their 95% t-interval (descriptive: the verdict
+        does not read it), and the sign-flip p-value ([`sign_flip`]), whose error rate does not rest on the effects
+        being normal. All seeds equal (no spread) gives p = 1, as in [`t_test`].
+
+    Raises:
+        [`MetricError`]: if a value is missing or not finite.
+        `ValueError`: if there are fewer than 2 seeds.
+    """
+    values = [float(v) for v in near_ties([finite(f"{name}[seed {i}]", v) for i, v in enumerate(per_seed)])]
+    described = t_test(name, values)
+    p_value = 1.0 if described.sd == 0.0 else sign_flip(values)
+    return Test(name, described.per_seed, described.mean, described.interval, p_value, described.sd)
+
+
 def holm(p_values: dict[str, float]) -> dict[str, float]:
     """
     Holm-Bonferroni adjusted p-values.
@@ -266,6 +374,15 @@ def mde(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWE
     return sd * _noncentrality(n - 1, alpha / m, power) / math.sqrt(n)
 
 
+def detectable_effect(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest effect a paired test on `n` seeds detects with `power` at level `alpha / m`: [`mde`] (the t-test's,
+    which the sign-flip test approaches), or infinity where a sign-flip test on `n` seeds cannot reach that level at
+    all (its smallest p-value, 2 / 2^n, is not below `alpha / m`: [`seeds_needed`])."""
+    if smallest_p(_count("n", n, 2)) >= alpha / _count("m", m, 1):
+        return float("inf")
+    return mde(sd, n, m, alpha, power)
+
+
 def verdict(test: Test, adjusted_p: float, alpha: float = ALPHA) -> str:
     """
     The verdict of one test.
@@ -283,11 +400,16 @@ def verdict(test: Test, adjusted_p: float, alpha: float = ALPHA) -> str:
         `"not reproduced"` if `adjusted_p < alpha` and the mean is negative (the opposite, established), else
         `"inconclusive"` (an effect of either sign is not established).
     """
+    return direction(test.mean, adjusted_p, alpha)
+
+
+def direction(effect: float, adjusted_p: float, alpha: float = ALPHA) -> str:
+    """[`verdict`]'s rule on a mean `effect` and its adjusted p-value."""
     adjusted_p = _probability("adjusted_p", adjusted_p)
     alpha = _level("alpha", alpha)
-    if adjusted_p < alpha and test.mean > 0.0:
+    if adjusted_p < alpha and effect > 0.0:
         return REPRODUCED
-    if adjusted_p < alpha and test.mean < 0.0:
+    if adjusted_p < alpha and effect < 0.0:
         return NOT_REPRODUCED
     return INCONCLUSIVE
 
@@ -456,16 +578,19 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
                          "spread)"})
             continue
         decided = verdict(test, adjusted_p, alpha)
-        detectable = mde(test.sd, len(test.per_seed), size, alpha)
+        detectable = detectable_effect(test.sd, len(test.per_seed), size, alpha)
         if test.sd == 0.0:  # every seed gave the same effect: no spread to state a power from
             detectable = float("nan")
             reads = (f"{decided} (no spread: every seed gave {_number(test.mean, True)}; a test needs a spread, so "
                      f"a constant effect is not evidence and no power can be stated)")
         elif decided == INCONCLUSIVE:
             low, high = test.interval
+            power_note = (f"an effect of {_number(detectable)} would have been detected with {POWER:.0%} power (a "
+                          "power statement, not a bound on the effect)" if math.isfinite(detectable) else
+                          f"no effect could have been detected: a sign-flip test on {len(test.per_seed)} seeds gives "
+                          f"p >= {_number(smallest_p(len(test.per_seed)))}, not below {ALPHA} / {size}")
             reads = (f"inconclusive: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}] (95%, "
-                     f"unadjusted), Holm-adjusted p = {_number(adjusted_p)}; an effect of {_number(detectable)} "
-                     f"would have been detected with {POWER:.0%} power (a power statement, not a bound on the effect)")
+                     f"unadjusted), Holm-adjusted p = {_number(adjusted_p)}; {power_note}")
         else:
             low, high = test.interval
             reads = (f"{decided}: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}], "

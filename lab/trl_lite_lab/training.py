@@ -84,9 +84,15 @@ class LabTrainer(LitePPOTrainer):
 ################
 # Policies, data, evaluation
 ################
+ADD_MIXES = ("easy", "hard", "mixed", "mostly-easy", "mostly-hard")
+
+
 def add_mix(mix: str, size: int = 800) -> list[dict]:
     """An ADD mix, by a feature of the problem: `easy` = training problems (medium and hard levels) whose sum does not
-    carry into the hundreds, `hard` = those whose sum does, `mixed` = the two interleaved; `size` problems each."""
+    carry into the hundreds, `hard` = those whose sum does, `mixed` = the two interleaved one to one; `mostly-easy`
+    three easy to one hard, `mostly-hard` one easy to three hard (version 3: every mix of T1-T3 holds both kinds, so
+    the mix changes how concentrated the rewards are, not which problems held-out accuracy counts); `size` problems
+    each."""
     from trl_lite.tasks.arithmetic import arithmetic_dataset, carries_into_hundreds
 
     data = arithmetic_dataset("medium,hard", split="train", seed=0).shuffle(seed=0)
@@ -99,7 +105,11 @@ def add_mix(mix: str, size: int = 800) -> list[dict]:
         return hard
     if mix == "mixed":
         return [row for pair in zip(easy[: size // 2], hard[: size // 2]) for row in pair]
-    raise ValueError(f"mix={mix!r} is not supported; expected 'easy', 'hard' or 'mixed'.")
+    if mix in ("mostly-easy", "mostly-hard"):
+        many, few = (easy, hard) if mix == "mostly-easy" else (hard, easy)
+        quarter = size // 4
+        return [row for i in range(quarter) for row in (*many[3 * i: 3 * i + 3], few[i])]
+    raise ValueError(f"mix={mix!r} is not supported; expected one of {list(ADD_MIXES)}.")
 
 
 def train_set(arm: Arm, seed: int):

@@ -8,9 +8,9 @@ The verdict of an experiment, fixed before the runs (`lab/trl_lite_lab/designs/`
    audit gate (the initial policy, before training; the arms were never run) or a runs gate (the finished runs,
    pooled over seeds: the clip band, movement, ...). The reason names the kind of gate that failed and its value; the
    experiment's primary tests are not tested.
-2. Otherwise each primary test is a two-sided one-sample t-test on the per-seed paired effects (or a TOST equivalence
-   test where the paper claims no effect), Holm-adjusted over every primary test of the registered experiments
-   (family-wise error 0.05). An experiment is *reproduced* when all its primary tests are, *not reproduced* when one
+2. Otherwise each primary test is an exact two-sided sign-flip test on the per-seed paired effects (version 3:
+   `stats.paired_test`; effects within 1e-12 of zero are zero), or a TOST equivalence test where the paper claims no
+   effect, Holm-adjusted over every primary test of the registered experiments (family-wise error 0.05). An experiment is *reproduced* when all its primary tests are, *not reproduced* when one
    of them is (in the opposite direction), else *inconclusive*. A test whose seeds all give the same effect has no
    spread and is inconclusive.
 
@@ -23,7 +23,7 @@ import math
 
 from .design import EXPERIMENTS, Experiment
 from .results import experiment_runs, load_initial
-from .stats import equivalence, family, finite, mean, t_test
+from .stats import equivalence, family, finite, mean, paired_test, t_test
 
 UNTESTABLE = "untestable"
 
@@ -101,7 +101,7 @@ def gather(name: str, output_dir: str, audit: dict, registration: dict | None, s
         per_seed = [finite(f"{experiment.id} '{primary.name}' (seed {seed})", primary.effect(runs[seed]))
                     for seed in seed_list]
         entry["tests"].append(equivalence(primary.name, per_seed, primary.margin) if primary.margin
-                              else t_test(primary.name, per_seed))
+                              else paired_test(primary.name, per_seed))
     entry["details"] = {key: _descriptive([_safe(get, runs[seed]) for seed in seed_list])
                         for key, get in experiment.details.items()}
     return entry

@@ -1,13 +1,15 @@
 """Takeaway 6: loss aggregation.
 
-Version 2 (issue 29): in version 1 the base-like policy's wrong completions were rarely long (5.8%, 15% needed), so the
-aggregations could not differ where the paper says they do. The verbose policy is base-like with long wrong
-completions common (a long format that ends at 80-120 tokens, loops, noisy steps); the audit gate asks for 25%.
-Training at lr 1e-3 for 192 steps so that both arms move (lr 3e-4 and 128 steps until a pilot, below).
+Version 2 (issue 29): the verbose policy is base-like with long wrong completions common (a long format that ends at
+80-120 tokens, loops, noisy steps). After a pilot (2026-11-25, `pilots/superseded/T6-verbose.json`: 24.2% long wrong
+completions, under the gate's 25%) T6 trained the `long` policy, the verbose policy fine-tuned wordier and wronger
+(`scripts/build_lab_policies.py`), at lr 1e-3 for 192 steps: both arms lost held-out accuracy.
 
-Changed after a pilot, 2026-11-25 (lab/results/README.md): the verbose policy sampled 24.2% long wrong completions, under
-the gate's 25% and a tenth (`pilots/superseded/T6-verbose.json`); T8 keeps it, so T6 trains the `long` policy instead,
-rebuilt as the verbose policy fine-tuned wordier and wronger (`scripts/build_lab_policies.py`).
+Version 3 (issue 38), fixed 2026-11-27 before any run of it: the same policy and audit gate (the aggregations weigh
+long and short completions differently only where lengths differ: ADD's completions are all about 12 tokens, so T6
+stays on SUM-k), at the demo's learning rate, 1e-4, for 192 steps (SUM-k's 2 passes per generation batch), with
+Lite PPO's advantages (group mean, batch std); every arm must gain (`design.gain_gates`); 10 paired seeds, an exact
+sign-flip test, and a power gate as in T1-T3.
 """
 
 from __future__ import annotations
@@ -19,40 +21,47 @@ from ..design import (
     arm,
     audit_value,
     difference,
+    gain_gates,
     held_out,
-    movement_gates,
+    mean_gain,
     one_arm,
+    power_ratio,
     register,
+    training,
 )
 
 AGGREGATIONS = {"token": "token-mean", "seq": "seq-mean-token-mean"}
 POLICY = "long"
-# 2026-11-25 20:29 UTC, after the pilot of the long policy (`pilots/superseded/T6-long-lr3e-4.json`), where the arms
-# moved 0.017 and 0.005 (0.02 and a quarter needed): lr 3e-4 -> 1e-3 and 192 steps, T8's updates
-LR, STEPS = 1e-3, 192
-ARMS = {f"base {agg}": arm("sumk", POLICY, steps=STEPS, loss_aggregation=loss, learning_rate=LR)
-        for agg, loss in AGGREGATIONS.items()}
+STEPS, SEEDS = 192, 10
+ARMS = {f"base {agg}": arm("sumk", POLICY, steps=STEPS, loss_aggregation=loss, advantage_mean="group",
+                           advantage_std="batch") for agg, loss in AGGREGATIONS.items()}
+PRIMARY = Primary("T6", f"held-out accuracy of the base-like ({POLICY}) policy, token-mean - seq-mean-token-mean",
+                  difference("base token", "base seq"))
 
 register("6", Experiment(
     id="T6",
     title="token-level loss for base models, sequence-level for aligned models",
     claim="Token-level loss aggregation helps base models; sequence-level suits aligned models.",
     arms=ARMS,
-    primaries=(Primary("T6", f"held-out accuracy of the base-like ({POLICY}) policy, token-mean - seq-mean-token-mean",
-                       difference("base token", "base seq")),),
+    primaries=(PRIMARY,),
     gates=(Gate(f"{POLICY} policy: share of its completions that are wrong and longer than 40 tokens",
                 audit_value(f"sumk/{POLICY}/long_wrong_share"), 0.25),)
-    + movement_gates(ARMS),
+    + gain_gates(ARMS)
+    + (Gate(f"T6: smallest effect {SEEDS} seeds detect (80% power, Holm over every designed test) / the arms' mean "
+            "gain", power_ratio(PRIMARY, mean_gain(tuple(ARMS), {k: POLICY for k in ARMS})), 0.5, at_most=True,
+            stage="pilot", kind="power"),),
     details={
         "length gap (incorrect - correct), token-mean": one_arm("base token", held_out("length_gap")),
         "length gap (incorrect - correct), seq-mean": one_arm("base seq", held_out("length_gap")),
         "long wrong share, token-mean - seq-mean": difference("base token", "base seq", held_out("long_wrong_share")),
+        **{f"weight distance {label}": one_arm(label, held_out("update_norm")) for label in ARMS},
+        **{f"mean gradient norm {label}": one_arm(label, training("grad_norm_mean")) for label in ARMS},
     },
     curve="completions/mean_length",
     excluded={"aligned token, aligned seq": "the aligned half (sequence-level suits aligned models) is not tested: "
                                            "no aligned-like policy here has long completions for the aggregations "
                                            "to weigh differently"},
-    seeds=6,
-    notes=f"Two arms on the {POLICY} policy (the verbose policy fine-tuned wordier), {STEPS} steps at lr {LR}: "
-          "token-mean and seq-mean-token-mean aggregation.",
+    seeds=SEEDS, pilot_seeds=3,
+    notes=f"Two arms on the {POLICY} policy (the verbose policy fine-tuned wordier), {STEPS} steps at lr 1e-4, Lite "
+          "PPO's advantages: token-mean and seq-mean-token-mean aggregation; every arm must gain.",
 ), __file__)

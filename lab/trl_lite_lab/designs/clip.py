@@ -20,7 +20,7 @@ from ..design import (
     band_share,
     difference,
     held_out,
-    movement_gates,
+    gain_gates,
     one_arm,
     register,
     training,
@@ -51,7 +51,7 @@ register("4", Experiment(
                 band_share("aligned 0.2"), BAND, stage="runs", kind="the clip band"),
            Gate("base 0.2: share of positive-advantage tokens with ratio in (1.2, 1.28]",
                 band_share("base 0.2"), BAND, stage="runs", kind="the clip band"))
-    + movement_gates(T4_ARMS),
+    + gain_gates(T4_ARMS),
     details={
         "pass@4 aligned-like, 0.28 - 0.2": difference("aligned 0.28", "aligned 0.2", held_out("pass@4")),
         "fork-token entropy aligned-like, 0.28 - 0.2": difference("aligned 0.28", "aligned 0.2",
@@ -93,7 +93,7 @@ register("clip-scaling", Experiment(
     + tuple(Gate(f"{size} 0.2: share of positive-advantage tokens with ratio in (1.2, 1.32]",
                  band_share(f"{size} 0.2", "ratio_wide_band_tokens"), BAND, stage="runs", kind="the clip band")
             for size, _ in SIZES)
-    + movement_gates(SCALING_ARMS),
+    + gain_gates(SCALING_ARMS),
     details={f"accuracy {size} {eps}": one_arm(f"{size} {eps}", held_out()) for size, _ in SIZES for eps in EPS},
     curve="clip_ratio/high_mean",
     seeds=8, pilot_seeds=2,

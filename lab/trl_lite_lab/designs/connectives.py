@@ -22,7 +22,7 @@ from ..design import (
     Primary,
     arm,
     audit_value,
-    movement_gates,
+    gain_gates,
     one_arm,
     register,
     training,
@@ -75,7 +75,7 @@ register("5", Experiment(
                 audit_value("sumk/recheck/recheck_link"), 0.3, kind="the connective's credit"),
            Gate("connective tokens clipped at the high bound, pooled over seeds", _clipped("connective"), 20,
                 stage="runs", kind="the clip band"))
-    + movement_gates(ARMS),
+    + gain_gates(ARMS),
     details={"clip rate of eligible connectives": one_arm("recheck 0.2", _rate("connective", "clipped")),
              "clip rate of other eligible tokens": one_arm("recheck 0.2", _rate("other", "clipped")),
              "recheck rate after a dropped carry": one_arm("recheck 0.2", lambda r: r["eval"]["recheck_rate"]),

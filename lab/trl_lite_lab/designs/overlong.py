@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..design import (
     LONG,
     LOOSE,
-    MOVE,
+    GAIN,
     TIGHT,
     Experiment,
     Gate,
@@ -24,8 +24,8 @@ from ..design import (
     audit_value,
     difference,
     held_out,
-    moved,
-    movement_gates,
+    gained,
+    gain_gates,
     one_arm,
     register,
 )
@@ -44,7 +44,7 @@ register("7", Experiment(
                 audit_value("sumk/scratch/would_be_correct_share@tight"), 0.5),
            Gate(f"scratch policy: share of completions cut at {TIGHT} tokens",
                 audit_value("sumk/scratch/trunc_share@tight"), 0.10))
-    + movement_gates(T7_ARMS, "acc@tight", what=f"held-out accuracy at {TIGHT} tokens"),
+    + gain_gates(T7_ARMS, "acc@tight", what=f"held-out accuracy at {TIGHT} tokens"),
     details={
         f"accuracy at {TIGHT} tokens, on - off": difference("on", "off", held_out("acc@tight")),
         f"truncated share at {TIGHT} tokens, off": one_arm("off", held_out("trunc_share@tight")),
@@ -89,9 +89,9 @@ register("8", Experiment(
                 lambda e: min(runs["on"]["eval"]["truncated_n@long"] for runs in e["runs"].values()), 20,
                 stage="runs", kind="truncations to measure"),
            Gate(f"off: held-out accuracy at {LONG} tokens moved from the initial policy's (at least twice the margin)",
-                moved("off", "verbose", "acc@long"), 2 * NO_GAIN, stage="runs", kind="movement"),
+                gained("off", "verbose", "acc@long"), 2 * NO_GAIN, stage="runs", kind="movement"),
            Gate(f"on: held-out accuracy at {LONG} tokens moved from the initial policy's",
-                moved("on", "verbose", "acc@long"), MOVE, stage="runs", kind="movement")),
+                gained("on", "verbose", "acc@long"), GAIN, stage="runs", kind="movement")),
     details={
         f"truncated share at {LONG} tokens, on": one_arm("on", held_out("trunc_share@long")),
         f"truncated share at {LONG} tokens, off": one_arm("off", held_out("trunc_share@long")),
