@@ -57,7 +57,7 @@ def committed_numbers() -> list[float]:
 
     # the family-wise error and the power the engine uses (a "95% interval" is 1 - ALPHA, "80% power" POWER, an
     # equivalence test's "90% interval" 1 - 2 ALPHA: TOST at level ALPHA)
-    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.MOVE, 1 - stats.ALPHA, 1 - 2 * stats.ALPHA, stats.POWER]
+    values += [design.PILOT_MARGIN, design.AUDIT_MARGIN, design.GAIN, 1 - stats.ALPHA, 1 - 2 * stats.ALPHA, stats.POWER]
     return values
 
 

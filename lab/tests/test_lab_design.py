@@ -1,5 +1,5 @@
 """The lab's design pieces (lab/trl_lite_lab/design.py, designs/, pilot.py, provenance.py, verdicts.py): the recheck
-reading of SUM-k completions, T5's matched comparison, movement and power gates, the pilot's margin and registration,
+reading of SUM-k completions, T5's matched comparison, gain and power gates, the pilot's margin and registration,
 the per-experiment hashes over the import closure, and the reasons an experiment is untestable. Hand-made inputs,
 the arithmetic in comments; nothing here trains."""
 
@@ -15,13 +15,16 @@ import pytest
 from trl_lite_lab import provenance
 from trl_lite_lab.design import (
     AUDIT_MARGIN,
-    MOVE,
+    GAIN,
     PILOT_MARGIN,
     PILOT_SEED,
+    REWARD_RISE,
     Gate,
-    moved,
-    movement_gates,
+    gain_gates,
+    gained,
+    mean_gain,
     power_ratio,
+    reward_rise,
 )
 from trl_lite_lab.experiments import (
     EXPERIMENTS,
@@ -30,7 +33,7 @@ from trl_lite_lab.experiments import (
     family_size,
 )
 from trl_lite_lab.fingerprint import fingerprints
-from trl_lite_lab.stats import mde
+from trl_lite_lab.stats import detectable_effect, mde
 from trl_lite_lab.sumk import recheck_outcome, write_completion
 
 PROBLEM = "a7+b8+c3+d9"  # 7 + 8 = 15 (carries), + 3 = 18 (no carry), + 9 = 27 (carries)
@@ -128,70 +131,165 @@ def test_matched_excess_by_hand():
 
 
 ################
-# Gates: movement, the pilot's margin, power
+# Gates: gain, the pilot's margin, power
 ################
-def _runs(values: dict[str, list[float]], key="acc") -> dict:
-    """{seed: {label: {"eval": {key: value}}}} over pilot seeds, from {label: [value per seed]}."""
+def _runs(values: dict[str, list[float]], key="acc", rises: dict[str, list[float]] | None = None) -> dict:
+    """{seed: {label: {"eval": {key: value}, "train": {"reward_rise": rise}}}} over pilot seeds, from {label: [value
+    per seed]} (and {label: [reward rise per seed]}; 0.1 where not given)."""
     seeds = len(next(iter(values.values())))
-    return {PILOT_SEED + i: {label: {"eval": {key: v[i]}} for label, v in values.items()} for i in range(seeds)}
+    rises = rises or {}
+    return {PILOT_SEED + i: {label: {"eval": {key: v[i]}, "train": {"reward_rise": rises.get(label, [0.1] * seeds)[i]}}
+                             for label, v in values.items()} for i in range(seeds)}
 
 
-def test_moved_and_the_movement_gates():
-    # T7 "off": acc@tight 0.50, 0.56, 0.53 over 3 seeds -> mean 1.59 / 3 = 0.53; initial 0.45 -> |0.53 - 0.45| = 0.08
-    # T7 "on": 0.40, 0.42, 0.38 -> mean 0.40 -> |0.40 - 0.45| = 0.05 (absolute: moving down counts)
-    evidence = {"runs": _runs({"off": [0.50, 0.56, 0.53], "on": [0.40, 0.42, 0.38]}, "acc@tight"),
+def test_gained_is_signed_and_the_gain_gates():
+    # T7 "off": acc@tight 0.50, 0.56, 0.53 over 3 seeds -> mean 1.59 / 3 = 0.53; initial 0.45 -> 0.53 - 0.45 = +0.08
+    # T7 "on": 0.40, 0.42, 0.38 -> mean 1.20 / 3 = 0.40 -> 0.40 - 0.45 = -0.05: it FELL by 0.05, which an absolute
+    # gate (|-0.05| = 0.05 >= 0.03) would have passed; the signed gate fails it
+    # reward rises: "off" 0.10, 0.05, 0.12 -> mean 0.27 / 3 = 0.09; "on" -0.02, 0.01, -0.05 -> mean -0.06 / 3 = -0.02
+    evidence = {"runs": _runs({"off": [0.50, 0.56, 0.53], "on": [0.40, 0.42, 0.38]}, "acc@tight",
+                              rises={"off": [0.10, 0.05, 0.12], "on": [-0.02, 0.01, -0.05]}),
                 "initial": {"scratch": {"acc@tight": 0.45, "acc": 0.9}}}
-    assert moved("off", "scratch", "acc@tight")(evidence) == pytest.approx(0.08)
-    assert moved("on", "scratch", "acc@tight")(evidence) == pytest.approx(0.05)
-    gates = [g for g in EXPERIMENTS["7"].gates if g.kind == "movement"]
-    assert [(g.stage, g.threshold) for g in gates] == [("runs", MOVE), ("runs", MOVE)] and MOVE == 0.02
-    assert [g.value(evidence) for g in gates] == pytest.approx([0.08, 0.05]) and all(
-        g.passes(g.value(evidence)) for g in gates)
-    # "on" at 0.46, 0.44, 0.46 -> mean 1.36 / 3 = 0.4533 -> moved 0.0033 < 0.02: the gate fails
+    assert gained("off", "scratch", "acc@tight")(evidence) == pytest.approx(0.08)
+    assert gained("on", "scratch", "acc@tight")(evidence) == pytest.approx(-0.05)
+    assert abs(gained("on", "scratch", "acc@tight")(evidence)) >= GAIN  # what an absolute gate would have read
+    assert reward_rise("off")(evidence) == pytest.approx(0.09) and reward_rise("on")(evidence) == pytest.approx(-0.02)
+    # T7's gain gates: two per arm, both of kind "gain" at the runs stage: the held-out gain (>= GAIN = 0.03) and the
+    # training reward's rise (>= REWARD_RISE = 0.0)
+    gates = [g for g in EXPERIMENTS["7"].gates if g.kind == "gain"]
+    assert GAIN == 0.03 and REWARD_RISE == 0.0
+    assert [(g.stage, g.threshold, g.at_most) for g in gates] == [("runs", GAIN, False),
+                                                                  ("runs", REWARD_RISE, False)] * 2
+    assert [g.name.split(": ")[0] for g in gates] == ["off", "off", "on", "on"]
+    assert "(a gain)" in gates[0].name and "(a rise)" in gates[1].name
+    values = [g.value(evidence) for g in gates]
+    assert values == pytest.approx([0.08, 0.09, -0.05, -0.02])
+    # off: +0.08 >= 0.03 and +0.09 >= 0.0 pass; on: -0.05 < 0.03 and -0.02 < 0.0 fail
+    assert [g.passes(v) for g, v in zip(gates, values)] == [True, True, False, False]
+    # "on" at 0.46, 0.44, 0.46 -> mean 1.36 / 3 = 0.4533 -> +0.0033 < 0.03: a gain too small, the gate fails
     evidence["runs"] = _runs({"off": [0.50, 0.56, 0.53], "on": [0.46, 0.44, 0.46]}, "acc@tight")
-    assert gates[1].value(evidence) == pytest.approx(0.01 / 3) and not gates[1].passes(gates[1].value(evidence))
-    # one gate per label asked for, with its own amount
-    (only,) = movement_gates(EXPERIMENTS["7"].arms, "acc@tight", amount=0.05, labels=("on",))
-    assert only.name.startswith("on: ") and only.threshold == 0.05 and only.kind == "movement"
+    assert gates[2].value(evidence) == pytest.approx(0.01 / 3) and not gates[2].passes(gates[2].value(evidence))
+    # every reward rise 0.1 (the helper's default): mean 0.1 >= 0.0 passes; a rise of exactly 0 passes too (>=)
+    assert gates[3].value(evidence) == pytest.approx(0.1) and gates[3].passes(0.1) and gates[3].passes(0.0)
+    # a run without 4 logged generation batches has no rise (NaN): the mean leaves it out; none at all fails
+    evidence["runs"] = _runs({"off": [0.50, 0.56, 0.53], "on": [0.46, 0.44, 0.46]}, "acc@tight",
+                             rises={"on": [float("nan"), 0.04, 0.02]})
+    assert gates[3].value(evidence) == pytest.approx(0.03)  # (0.04 + 0.02) / 2
+    evidence["runs"] = _runs({"off": [0.5], "on": [0.5]}, "acc@tight", rises={"on": [float("nan")]})
+    assert math.isnan(gates[3].value(evidence)) and not gates[3].passes(gates[3].value(evidence))
+    # the gates for the labels asked for, with their own amount and wording: still two per arm, kind "gain"
+    only = gain_gates(EXPERIMENTS["7"].arms, "acc@tight", amount=0.05, what="accuracy at 28", labels=("on",))
+    assert [(g.name.split(": ")[0], g.threshold, g.kind, g.stage) for g in only] == [
+        ("on", 0.05, "gain", "runs"), ("on", REWARD_RISE, "gain", "runs")]
+    assert only[0].name.startswith("on: accuracy at 28, mean over seeds")
+    # the default: every arm, held-out accuracy, GAIN
+    every = gain_gates(EXPERIMENTS["7"].arms)
+    assert len(every) == 2 * len(EXPERIMENTS["7"].arms) and all(g.kind == "gain" for g in every)
+    assert [g.threshold for g in every] == [GAIN, REWARD_RISE, GAIN, REWARD_RISE]
+
+
+def test_quarters_rise_by_hand():
+    from trl_lite_lab.results import quarters_rise
+
+    # 8 rewards: a quarter is 2. last quarter (0.7 + 0.8) / 2 = 0.75, first (0.1 + 0.2) / 2 = 0.15 -> 0.60
+    assert quarters_rise([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]) == pytest.approx(0.6)
+    # 7 rewards: 7 // 4 = 1 -> the last minus the first, 0.3 - 0.5 = -0.2 (a fall is negative)
+    assert quarters_rise([0.5, 0.9, 0.9, 0.9, 0.9, 0.9, 0.3]) == pytest.approx(-0.2)
+    # 4 rewards: 0.6 - 0.4; a flat reward rises 0
+    assert quarters_rise([0.4, 0.5, 0.5, 0.6]) == pytest.approx(0.2) and quarters_rise([0.7] * 8) == 0.0
+    # fewer than 4 generation batches: no quarter, NaN
+    assert math.isnan(quarters_rise([0.1, 0.2, 0.3])) and math.isnan(quarters_rise([]))
+
+
+def test_train_measures_reward_rise_and_mean_grad_norm(tmp_path):
+    from trl_lite_lab.results import train_measures
+
+    # the trainer logs `reward` once per generation batch and `grad_norm` once per optimizer step: 8 rewards, 4 grad
+    # norms, and rows that carry neither (left out)
+    rows = [{"step": i, "reward": r} for i, r in enumerate([0.2, 0.4, 0.3, 0.3, 0.5, 0.5, 0.6, 0.8])]
+    rows += [{"step": 9, "grad_norm": g} for g in (1.0, 2.0, 3.0, 6.0)] + [{"step": 10, "loss": 0.1}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    measures = train_measures(str(tmp_path))
+    # rewards: last quarter (0.6 + 0.8) / 2 = 0.7, first (0.2 + 0.4) / 2 = 0.3 -> +0.4
+    assert measures["reward_rise"] == pytest.approx(0.4)
+    # grad norms: mean (1 + 2 + 3 + 6) / 4 = 3.0, largest 6.0
+    assert measures["grad_norm_mean"] == pytest.approx(3.0) and measures["grad_norm_max"] == 6.0
 
 
 def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
     from trl_lite.recipes import RECIPES
 
+    from trl_lite_lab import design
     from trl_lite_lab.design import _DEFAULTS
+    from trl_lite_lab.designs import headline
+    from trl_lite_lab.stats import seeds_needed
 
     e = EXPERIMENTS["headline"]
     for label in ("lite_ppo", "grpo", "dapo"):  # each arm: the product's recipe on ADD's settings, nothing else
         for key, value in RECIPES.get(label)().items():
             assert e.arms[label].settings.get(key, _DEFAULTS.get(key)) == value, (label, key)
         assert {a.policy for a in e.arms.values()} == {"carry"} and e.arms[label].data == "mixed"
+    # the design has no gate of its own any more: the engine's (version 3)
+    assert not hasattr(headline, "gained") and not hasattr(headline, "GAIN")
     # lite_ppo 0.60, 0.62, 0.64 -> mean 0.62, initial 0.55: +0.07, a gain; grpo 0.50, 0.52, 0.54 -> mean 0.52: -0.03,
     # which an absolute gate (|-0.03| >= 0.03) would pass; dapo 0.56, 0.57, 0.58 -> mean 0.57: +0.02 < 0.03
     evidence = {"runs": _runs({"lite_ppo": [0.60, 0.62, 0.64], "grpo": [0.50, 0.52, 0.54],
-                               "dapo": [0.56, 0.57, 0.58]}, "acc"), "initial": {"carry": {"acc": 0.55}}}
-    gates = {g.name.split(":")[0]: g for g in e.gates if g.kind == "movement"}
-    values = {label: gate.value(evidence) for label, gate in gates.items()}
+                               "dapo": [0.56, 0.57, 0.58]}, "acc",
+                              rises={"lite_ppo": [0.1, 0.2, 0.3], "grpo": [0.1, 0.0, -0.1], "dapo": [0.0, 0.0, 0.03]}),
+                "initial": {"carry": {"acc": 0.55}}}
+    assert design.GAIN == 0.03
+    assert {label: design.gained(label, "carry")(evidence) for label in ("lite_ppo", "grpo", "dapo")} == \
+        pytest.approx({"lite_ppo": 0.07, "grpo": -0.03, "dapo": 0.02})
+    gains = {g.name.split(":")[0]: g for g in e.gates if g.kind == "gain" and g.name.endswith("(a gain)")}
+    rises = {g.name.split(":")[0]: g for g in e.gates if g.kind == "gain" and g.name.endswith("(a rise)")}
+    assert list(gains) == list(rises) == ["lite_ppo", "grpo", "dapo"]
+    assert {g.threshold for g in gains.values()} == {design.GAIN} and {g.stage for g in gains.values()} == {"runs"}
+    values = {label: gate.value(evidence) for label, gate in gains.items()}
     assert values == pytest.approx({"lite_ppo": 0.07, "grpo": -0.03, "dapo": 0.02})
-    assert [gates[label].passes(values[label]) for label in ("lite_ppo", "grpo", "dapo")] == [True, False, False]
+    assert [gains[label].passes(values[label]) for label in ("lite_ppo", "grpo", "dapo")] == [True, False, False]
+    # rises: lite_ppo (0.1 + 0.2 + 0.3) / 3 = 0.2, grpo (0.1 + 0 - 0.1) / 3 = 0.0 (passes: >= 0), dapo 0.03 / 3 = 0.01
+    assert {label: g.value(evidence) for label, g in rises.items()} == pytest.approx(
+        {"lite_ppo": 0.2, "grpo": 0.0, "dapo": 0.01}, abs=1e-12)
     # with the pilot's margin a gain must reach 0.03 + 0.25 x 0.03 = 0.0375: +0.07 does
-    assert gates["lite_ppo"].passes(values["lite_ppo"], PILOT_MARGIN) and PILOT_MARGIN == 0.25
-    # ten seeds: the fewest (9, and one more) with which an exact sign-flip test can pass Holm's first step in the
-    # family of every designed test
-    from trl_lite_lab.resampling import seeds_needed
-
-    assert e.seeds == 10 >= seeds_needed(family_size())
+    assert gains["lite_ppo"].passes(values["lite_ppo"], PILOT_MARGIN) and PILOT_MARGIN == 0.25
+    assert not gains["lite_ppo"].passes(0.037, PILOT_MARGIN)
+    # the power gates' denominator: the arms' mean gain (0.07 - 0.03 + 0.02) / 3 = 0.02 (signed: grpo's fall counts
+    # against it)
+    assert mean_gain(("lite_ppo", "grpo", "dapo"), {k: "carry" for k in e.arms})(evidence) == pytest.approx(0.02)
+    # sixteen seeds, at least the ten with which an exact sign-flip test can pass Holm's first step in the family of
+    # every designed test (16: 2 / 2^10 = 0.00195 < 0.05 / 16 = 0.003125 <= 2 / 2^9 = 0.0039)
+    assert e.seeds == headline.SEEDS == 16 and seeds_needed(family_size()) == 10 <= e.seeds
 
 
 def test_every_experiment_checks_that_training_moved_each_arm():
-    # every claim is about what training does: each experiment has movement gates (runs stage), one per arm
+    # every claim is about what training does: each experiment has gain gates (runs stage), two per arm: the held-out
+    # gain (at least GAIN) and the training reward's rise (at least REWARD_RISE)
     for name in EXPERIMENTS.names():
         experiment = EXPERIMENTS[name]
-        gates = [g for g in experiment.gates if g.kind == "movement"]
-        assert gates and all(g.stage == "runs" for g in gates), experiment.id
+        if experiment.id == "T8":
+            continue  # its own two, below
+        gates = [g for g in experiment.gates if g.kind == "gain"]
+        assert gates and all(g.stage == "runs" and not g.at_most for g in gates), experiment.id
+        assert len(gates) == 2 * len(experiment.arms), experiment.id
         for label in experiment.arms:
-            assert any(g.name.startswith(f"{label}: ") for g in gates), (experiment.id, label)
-    # T8: the off arm must move at least twice the no-gain margin (2 * 0.03)
-    assert [g.threshold for g in EXPERIMENTS["8"].gates if g.kind == "movement"] == pytest.approx([0.06, MOVE])
+            mine = [g for g in gates if g.name.startswith(f"{label}: ")]
+            assert [g.threshold for g in mine] == [GAIN, REWARD_RISE], (experiment.id, label)
+            assert [g.name.endswith(suffix) for g, suffix in zip(mine, ("(a gain)", "(a rise)"))] == [True, True]
+        assert not [g for g in experiment.gates if g.kind == "movement"], experiment.id
+    # T8: two hand-made gates of kind "movement", built with the signed `gained`: the off arm must gain at least twice
+    # the no-gain margin (2 * 0.03 = 0.06), the on arm GAIN; no reward-rise gate
+    t8 = EXPERIMENTS["8"]
+    movement = [g for g in t8.gates if g.kind == "movement"]
+    assert [g.threshold for g in movement] == pytest.approx([0.06, GAIN]) and not [g for g in t8.gates
+                                                                                  if g.kind == "gain"]
+    assert [g.name.split(": ")[0] for g in movement] == ["off", "on"] and {g.stage for g in movement} == {"runs"}
+    # signed: off fell from 0.40 to (0.33 + 0.35 + 0.31) / 3 = 0.33 at 124 tokens -> -0.07, which |-0.07| >= 0.06
+    # would pass; on rose to (0.45 + 0.43 + 0.44) / 3 = 0.44 -> +0.04 >= 0.03
+    evidence = {"runs": _runs({"off": [0.33, 0.35, 0.31], "on": [0.45, 0.43, 0.44]}, "acc@long"),
+                "initial": {"verbose": {"acc@long": 0.40}}}
+    values = [g.value(evidence) for g in movement]
+    assert values == pytest.approx([-0.07, 0.04])
+    assert [g.passes(v) for g, v in zip(movement, values)] == [False, True]
 
 
 def test_gate_passes_with_the_pilots_margin():
@@ -217,25 +315,42 @@ def test_gate_passes_with_the_pilots_margin():
 def test_power_ratio_by_hand():
     # T2's pilot: group/none 0.62, 0.60, 0.64 and group/group 0.60 on 3 pilot seeds -> effects 0.02, 0.00, 0.04:
     # mean 0.02, sd = sqrt((0.02^2 + 0.02^2 + 0) / 2) = 0.02
-    # movement: group/none mean 0.62 - initial 0.5 = 0.12, group/group 0.60 - 0.5 = 0.10 -> mean (0.12 + 0.10) / 2 = 0.11
-    # registered seeds 8, family 14 (every designed primary test): mde(0.02, 8, 14) / 0.11
+    # gain: group/none mean 0.62 - initial 0.5 = 0.12, group/group 0.60 - 0.5 = 0.10 -> mean (0.12 + 0.10) / 2 = 0.11
+    # registered seeds 16 (here: the evidence says how many), family 16 (every designed primary test):
+    # detectable_effect(0.02, 16, 16) / 0.11; a sign-flip test on 16 seeds reaches 2 / 2^16 < 0.05 / 16, so that is the
+    # t-test's mde(0.02, 16, 16)
     # every designed primary test: 1 + 1 + 3 (T1-T3) + 2 + 2 (T4, clip scaling) + 1 + 1 + 1 + 2 (T5-T8) + 2 (the
-    # headline) = 16; this example plans against T2's own pilot-time family of 14
+    # headline) = 16
     assert family_size() == 16
-    evidence = {"runs": _runs({"group/none": [0.62, 0.60, 0.64], "group/group": [0.60, 0.60, 0.60]}),
-                "initial": {"carry": {"acc": 0.5}}, "registered_seeds": 8, "family": 14}
-    (power,) = [g for g in EXPERIMENTS["2"].gates if g.kind == "power"]
+    t2 = EXPERIMENTS["2"]
+    none, group = "group/none mostly-easy", "group/group mostly-easy"
+    assert list(t2.arms) == [none, group]
+    # its own registered seeds are enough for an exact test to reject at all in the family of 16 (10)
+    assert t2.seeds >= 10 and math.isfinite(detectable_effect(0.02, t2.seeds, 16))
+    evidence = {"runs": _runs({none: [0.62, 0.60, 0.64], group: [0.60, 0.60, 0.60]}),
+                "initial": {"carry": {"acc": 0.5}}, "registered_seeds": 16, "family": 16}
+    (power,) = [g for g in t2.gates if g.kind == "power"]
     assert (power.stage, power.threshold, power.at_most) == ("pilot", 0.5, True)
-    expected = mde(0.02, 8, 14) / 0.11  # 0.03825 / 0.11 = 0.3477
+    expected = mde(0.02, 16, 16) / 0.11  # 0.02 x 1.1132 = 0.02226; / 0.11 = 0.2024
+    assert detectable_effect(0.02, 16, 16) == mde(0.02, 16, 16)
     assert power.value(evidence) == pytest.approx(expected, rel=1e-9)
-    assert power.value(evidence) == pytest.approx(0.3477, abs=1e-4) and power.passes(power.value(evidence),
+    assert power.value(evidence) == pytest.approx(0.2024, abs=1e-4) and power.passes(power.value(evidence),
                                                                                        PILOT_MARGIN)  # <= 0.375
-    # the same with a movement given directly: mde(0.02, 8, 14) / 0.05 = 0.765 > 0.5
-    primary = EXPERIMENTS["2"].primaries[0]
-    assert power_ratio(primary, lambda e: 0.05)(evidence) == pytest.approx(mde(0.02, 8, 14) / 0.05, rel=1e-9)
-    # no movement, or one pilot seed (no spread): undefined, so the gate fails
+    # the same with a gain given directly: 0.02226 / 0.05 = 0.445 > 0.375 (passes 0.5, not with the margin)
+    primary = t2.primaries[0]
+    direct = power_ratio(primary, lambda e: 0.05)(evidence)
+    assert direct == pytest.approx(mde(0.02, 16, 16) / 0.05, rel=1e-9) and direct == pytest.approx(0.4453, abs=1e-4)
+    assert power.passes(direct) and not power.passes(direct, PILOT_MARGIN)
+    # 8 registered seeds in the family of 16: a sign-flip test's smallest p, 2 / 2^8 = 0.0078, is not below
+    # 0.05 / 16 = 0.003125, so no effect is detectable: the ratio is infinite and the gate fails
+    eight = {**evidence, "registered_seeds": 8}
+    assert power.value(eight) == math.inf and not power.passes(power.value(eight))
+    # no gain, a fall (the mean gain is signed), or one pilot seed (no spread): undefined, so the gate fails
     assert math.isnan(power_ratio(primary, lambda e: 0.0)(evidence))
-    one = {**evidence, "runs": _runs({"group/none": [0.62], "group/group": [0.60]})}
+    fell = {**evidence, "runs": _runs({none: [0.42, 0.40, 0.44], group: [0.40, 0.40, 0.40]})}  # -0.08, -0.10
+    assert mean_gain((none, group), {none: "carry", group: "carry"})(fell) == pytest.approx(-0.09)
+    assert math.isnan(power.value(fell)) and not power.passes(power.value(fell))
+    one = {**evidence, "runs": _runs({none: [0.62], group: [0.60]})}
     value = power_ratio(primary, lambda e: 0.05)(one)
     assert math.isnan(value) and not power.passes(value)
 
@@ -265,7 +380,10 @@ def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp
 
     pilots = tmp_path / "pilots"
     experiment = EXPERIMENTS["2"]
-    assert experiment.seed_list(pilot=True) == [1000, 1001, 1002] and experiment.seed_list() == list(range(11))
+    from trl_lite_lab.designs import normalization
+
+    assert experiment.seed_list(pilot=True) == [1000, 1001, 1002]
+    assert experiment.seed_list() == list(range(normalization.SEEDS)) and experiment.seeds == normalization.SEEDS
     assert registration(experiment, str(pilots)) is None  # no pilot
     with pytest.raises(ValueError, match=r"experiments \['2'\] are not registered"):
         run(["2"], str(tmp_path))
@@ -336,22 +454,22 @@ def test_untestable_reason():
     from trl_lite_lab.verdicts import untestable_reason
 
     assert untestable_reason({"registered": False, "pilot": None}).startswith("untestable (no pilot): ")
-    pilot = {"passed": False, "gates": [_row("easy pass", "audit", "the audit", 0.95, 0.8, passed=True),
-                                        _row("off: moved", "runs", "movement", 0.01, 0.02),
+    pilot = {"passed": False, "gates": [_row("mostly-easy pass", "audit", "the audit", 0.95, 0.7, passed=True),
+                                        _row("off: gain", "runs", "gain", 0.01, 0.03),
                                         _row("T2: power", "pilot", "power", 0.7, 0.5, at_most=True)]}
     assert untestable_reason({"registered": False, "pilot": pilot}) == (
-        "untestable (negative pilot: movement, power): off: moved = 0.010 on the pilot, needs >= 0.02 with a margin; "
+        "untestable (negative pilot: gain, power): off: gain = 0.010 on the pilot, needs >= 0.03 with a margin; "
         "T2: power = 0.700 on the pilot, needs <= 0.5 with a margin")
-    # registered, but a runs gate failed on the registered seeds
-    gates = [_row("easy pass", "audit", "the audit", 0.95, 0.8, passed=True),
-             _row("off: moved", "runs", "movement", 0.013, 0.02)]
+    # registered, but a runs gate failed on the registered seeds: a signed gain, an arm that fell by 0.05
+    gates = [_row("mostly-easy pass", "audit", "the audit", 0.95, 0.7, passed=True),
+             _row("off: gain", "runs", "gain", -0.05, 0.03), _row("off: rise", "runs", "gain", 0.02, 0.0, passed=True)]
     reason = untestable_reason({"registered": True, "pilot": {"passed": True}, "gates": gates})
-    assert reason.startswith("untestable (movement)") and reason == (
-        "untestable (movement): off: moved = 0.013, needs >= 0.02")
-    # two kinds failed: both named, once each
-    gates += [_row("on: moved", "runs", "movement", 0.0, 0.02), _row("band", "runs", "the clip band", 0.001, 0.01)]
-    assert untestable_reason({"registered": True, "pilot": {}, "gates": gates}).startswith(
-        "untestable (movement, the clip band): ")
+    assert reason.startswith("untestable (gain)") and reason == "untestable (gain): off: gain = -0.050, needs >= 0.03"
+    # two kinds failed: both named, once each (two failed gain gates name "gain" once)
+    gates += [_row("on: rise", "runs", "gain", -0.01, 0.0), _row("band", "runs", "the clip band", 0.001, 0.01)]
+    assert untestable_reason({"registered": True, "pilot": {}, "gates": gates}) == (
+        "untestable (gain, the clip band): off: gain = -0.050, needs >= 0.03; on: rise = -0.010, needs >= 0.0; "
+        "band = 0.001, needs >= 0.01")
     assert untestable_reason({"registered": True, "pilot": {}, "gates": gates[:1]}) is None
 
 

@@ -1,5 +1,7 @@
-"""The version 3 statistics (`trl_lite_lab.resampling`): the exact sign-flip test, near-ties, the seeds a family needs,
-and the resampled-null rate; and the committed page (`lab/results/null.md`) is what `trl-lite-lab null` writes."""
+"""The version 3 statistics (`trl_lite_lab.resampling`, the sign-flip test itself in `trl_lite_lab.stats`): the exact
+sign-flip test, near-ties, the seeds a family needs, a summary's reanalysis (both tests, each Holm-adjusted with its
+verdict) and the resampled-null rate, on hand-made summaries; and the committed page (`lab/results/null.md`) is what
+`trl-lite-lab null` writes."""
 
 import json
 import os
@@ -76,6 +78,89 @@ def test_null_rate_rises_with_an_outlier_seed_under_the_t_test():
     assert t_rate > 0.1 and sign_rate < t_rate
 
 
+def _summary(family_size: int, tests: list[dict]) -> dict:
+    """A `summary.json` as `trl-lite-lab report` writes it, reduced to what `reanalysis` reads."""
+    return {"family_size": family_size, "alpha": 0.05,
+            "takeaways": [{"id": "X", "tests": tests}, {"id": "Y", "tests": []}]}
+
+
+def test_reanalysis_rows_by_hand():
+    summary = _summary(6, [
+        # ten distinct positive effects 0.01 .. 0.10: sign-flip p = 2 / 2^10 = 0.00195 (the smallest possible)
+        {"name": "up", "per_seed": [0.01 * k for k in range(1, 11)], "verdict": "reproduced", "p_value": 0.5},
+        # six distinct negative effects: 2 / 2^6 = 0.03125
+        {"name": "down", "per_seed": [-0.01 * k for k in range(1, 7)], "verdict": "not reproduced"},
+        # an equivalence test (right at a true 0) and an untested one (its experiment's gate failed): left out
+        {"name": "eq", "per_seed": [0.001, -0.001], "margin": 0.03, "verdict": "reproduced"},
+        {"name": "untested", "per_seed": [0.5, 0.6], "verdict": None, "margin": None},
+        # two near-ties (within 1e-12 of 0) zeroed: 0, 0, 0.02, -0.01, sum 0.01; every pattern of +-0.02 +-0.01 has
+        # |sum| >= 0.01 -> p = 1
+        {"name": "tied", "per_seed": [1e-13, -2e-13, 0.02, -0.01], "verdict": "inconclusive"},
+    ])
+    result = resampling.reanalysis(summary, draws=2_000)
+    rows = {r["name"]: r for r in result["tests"]}
+    assert list(rows) == ["up", "down", "tied"] and result["family_size"] == 6 and result["alpha"] == 0.05
+    keys = {"name", "n", "mean", "zeroed", "t_p", "t_adjusted_p", "t_verdict", "sign_flip_p", "sign_flip_adjusted_p",
+            "sign_flip_verdict", "smallest_p", "can_reject", "null_rate_t", "null_rate_sign-flip"}
+    assert all(set(r) == keys for r in rows.values())
+    up, down, tied = rows["up"], rows["down"], rows["tied"]
+    assert (up["n"], down["n"], tied["n"]) == (10, 6, 4) and (up["zeroed"], down["zeroed"], tied["zeroed"]) == (0, 0, 2)
+    assert up["mean"] == pytest.approx(0.055) and down["mean"] == pytest.approx(-0.035)
+    assert tied["mean"] == pytest.approx(0.0025)  # (0 + 0 + 0.02 - 0.01) / 4
+    # both tests recomputed from the per-seed effects (the summary's own p_value, 0.5, is not read)
+    assert up["sign_flip_p"] == 2 / 1024 and down["sign_flip_p"] == 2 / 64 and tied["sign_flip_p"] == 1.0
+    for r, per_seed in ((up, [0.01 * k for k in range(1, 11)]), (down, [-0.01 * k for k in range(1, 7)]),
+                        (tied, [0.0, 0.0, 0.02, -0.01])):
+        assert r["t_p"] == t_test(r["name"], per_seed).p_value
+    # up: mean 0.055, sd = 0.01 x sqrt(82.5 / 9) = 0.030277, se = 0.009574, t = 5.745, df 9 -> p = 2.78e-4
+    # down: mean -0.035, sd = 0.01 x sqrt(17.5 / 5) = 0.018708, se = 0.0076376, t = 4.583, df 5 -> p = 0.00593
+    assert up["t_p"] == pytest.approx(2.782e-4, rel=1e-3) and down["t_p"] == pytest.approx(5.934e-3, rel=1e-3)
+    # Holm over the family of 6 (the 3 directional tests, 3 others at p = 1), each test on its own p-values:
+    # sign-flip: up 0.00195 x 6 = 0.0117 -> reproduced; down 0.03125 x 5 = 0.156 -> inconclusive; tied 1
+    assert up["sign_flip_adjusted_p"] == pytest.approx(6 / 512)
+    assert down["sign_flip_adjusted_p"] == pytest.approx(5 / 32)
+    assert [r["sign_flip_verdict"] for r in (up, down, tied)] == ["reproduced", "inconclusive", "inconclusive"]
+    # t: up 2.78e-4 x 6 = 0.00167 -> reproduced; down 0.00593 x 5 = 0.0297 < 0.05 -> not reproduced (the t-test's
+    # verdict, which six seeds cannot give under the sign-flip test); tied 1
+    assert up["t_adjusted_p"] == pytest.approx(6 * up["t_p"]) and down["t_adjusted_p"] == pytest.approx(5 * down["t_p"])
+    assert tied["t_adjusted_p"] == 1.0
+    assert [r["t_verdict"] for r in (up, down, tied)] == ["reproduced", "not reproduced", "inconclusive"]
+    # what a sign-flip test on n seeds can reach: 2 / 2^n below 0.05 / 6 = 0.0083? 10 seeds (0.00195) yes; 6 (0.031)
+    # and 4 (0.125) no; a family of 6 needs 8 seeds (2 / 256 = 0.0078 < 0.0083 <= 2 / 128)
+    assert [r["smallest_p"] for r in (up, down, tied)] == [2 / 1024, 2 / 64, 2 / 16]
+    assert [r["can_reject"] for r in (up, down, tied)] == [True, False, False] and result["seeds_needed"] == 8
+    # a test that cannot reject never gives a wrong verdict under the resampled null
+    assert down["null_rate_sign-flip"] == tied["null_rate_sign-flip"] == 0.0
+    # the page: one row per directional test, both p-values and verdicts
+    page = resampling.markdown(result, "synthetic.json")
+    assert "| down | 6 | -0.0350 | 0 | 0.0059 | not reproduced | 0.0312 | 0.0312 | 0.1562 | inconclusive |" in page
+    assert "| up | 10 | +0.0550 | 0 | 0.0003 | reproduced | 0.0020 | 0.0020 | 0.0117 | reproduced |" in page
+    assert "Here 2 of the 3 directional tests have fewer (down, tied)" in page
+    # no directional test at all: no rows, no wrong verdict
+    empty = resampling.reanalysis(_summary(2, [summary["takeaways"][0]["tests"][2]]), draws=100)
+    assert empty["tests"] == [] and empty["null_rate"] == {"t": 0.0, "sign-flip": 0.0}
+
+
+def test_a_far_off_seed_makes_the_resampled_null_rate_under_either_test():
+    # like version 2's headline vs GRPO: +0.15 on one seed where nine lie within 0.03 of 0; a six-seed test; an
+    # equivalence test; a family of 12
+    far = [0.004, -0.03, -0.014, -0.006, 0.006, -0.013, 0.15, 0.001, -0.006, 0.014]
+    summary = _summary(12, [{"name": "far", "per_seed": far, "verdict": "inconclusive"},
+                            {"name": "six", "per_seed": [0.019, 0.038, 0.017, -0.085, 0.023, 0.033],
+                             "verdict": "inconclusive"},
+                            {"name": "eq", "per_seed": [0.01, -0.02, 0.0], "margin": 0.03, "verdict": "inconclusive"}])
+    assert max(far) > 0.1 and sorted(abs(v) for v in far)[-2] < 0.035
+    result = resampling.reanalysis(summary, draws=2_000)
+    rows = {r["name"]: r for r in result["tests"]}
+    # under the resampled null the t-tests give a wrong directional verdict in far more than 5% of labs (computed:
+    # 0.399); the sign-flip test on six seeds never does (family of 12: 9 seeds needed, 2 / 512 < 0.05 / 12 <
+    # 2 / 256); on ten seeds with the far-off one it does, about a quarter of the time (computed: 0.2405)
+    assert result["null_rate"]["t"] > 0.3 and result["seeds_needed"] == 9
+    assert rows["six"]["null_rate_sign-flip"] == 0.0 and not rows["six"]["can_reject"]
+    assert rows["far"]["can_reject"] and rows["far"]["null_rate_sign-flip"] > 0.15
+    assert result["null_rate"]["sign-flip"] == rows["far"]["null_rate_sign-flip"]  # the only test that can reject
+
+
 def test_committed_page_is_what_the_command_writes(tmp_path):
     out = tmp_path / "null.md"
     done = subprocess.run([sys.executable, "-m", "trl_lite_lab", "null", "--summary", "lab/results/summary.json",
@@ -83,16 +168,15 @@ def test_committed_page_is_what_the_command_writes(tmp_path):
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert out.read_text() == open(os.path.join(ROOT, "lab", "results", "null.md"), encoding="utf-8").read()
-    assert json.loads((tmp_path / "null.json").read_text()) == json.load(
-        open(os.path.join(ROOT, "lab", "results", "null.json"), encoding="utf-8"))
-    summary = json.load(open(os.path.join(ROOT, "lab", "results", "summary.json"), encoding="utf-8"))
-    result = resampling.reanalysis(summary, draws=2_000)
-    rows = {r["name"]: r for r in result["tests"]}
-    # under the resampled null the t-tests give a wrong directional verdict in far more than 5% of labs; a sign-flip
-    # test with fewer seeds than the family needs never does; one with a far-off seed (the headline vs GRPO: +0.15
-    # where nine seeds lie within 0.03 of 0) does, about a quarter of the time
-    assert result["null_rate"]["t"] > 0.2 and result["seeds_needed"] == 9  # family of 12: 2/512 < 0.05/12 < 2/256
-    assert all(r["null_rate_sign-flip"] == 0.0 for r in rows.values() if r["n"] < 9)
-    (grpo,) = [t["per_seed"] for e in summary["takeaways"] for t in e["tests"] if t["name"] == "headline vs GRPO"]
-    assert max(grpo) > 0.1 and sorted(abs(v) for v in grpo)[-2] < 0.035
-    assert rows["headline vs GRPO"]["null_rate_sign-flip"] > 0.15
+    # null.json: every value the committed file holds, as the command computes it now (the committed file predates
+    # version 3's t_adjusted_p, which the command adds; the t-test's p-value is recomputed from the per-seed effects,
+    # a rounding apart from the one the summary recorded)
+    written = json.loads((tmp_path / "null.json").read_text())
+    committed = json.load(open(os.path.join(ROOT, "lab", "results", "null.json"), encoding="utf-8"))
+    assert {k: v for k, v in written.items() if k != "tests"} == {k: v for k, v in committed.items() if k != "tests"}
+    assert [r["name"] for r in written["tests"]] == [r["name"] for r in committed["tests"]]
+    for now, then in zip(written["tests"], committed["tests"]):
+        for key, value in then.items():
+            assert now[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value), (
+                then["name"], key)
+        assert {"t_adjusted_p", "t_verdict", "sign_flip_adjusted_p", "sign_flip_verdict"} <= set(now)

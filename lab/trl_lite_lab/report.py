@@ -96,8 +96,10 @@ def figure(entry: dict, output_dir: str) -> str | None:
 
 def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
     """Per arm of an experiment that ran, means over its seeds (descriptive, no test): held-out accuracy and the
-    initial policy's, the training reward over the first and the last 10 logged steps, the mean |advantage| and the
-    mean gradient norm. What training did to each arm, next to the verdict. Empty for an experiment never run."""
+    initial policy's, the training reward over the first and the last quarter of the generation batches (the trainer
+    logs it once per batch), the mean |advantage|, the mean gradient norm and the weight distance from the initial
+    policy (how far each arm moved: `measure.update_size`). What training did to each arm, next to the verdict. Empty
+    for an experiment never run."""
     if not entry["tests"] or entry["tests"][0].get("per_seed") is None:
         return {}
     from trl_lite.runs import read_metrics
@@ -115,8 +117,9 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
         out[label] = {
             "held_out_acc": mean([run["eval"].get("acc", math.nan) for run in runs]),
             "initial_acc": runs[0]["initial"].get("acc", math.nan),
-            "train_reward_first10": mean([mean(r[:10]) for r in rewards]),
-            "train_reward_last10": mean([mean(r[-10:]) for r in rewards]),
+            "train_reward_first_quarter": mean([mean(r[:max(1, len(r) // 4)]) for r in rewards]),
+            "train_reward_last_quarter": mean([mean(r[-max(1, len(r) // 4):]) for r in rewards]),
+            "update_norm": mean([run["eval"].get("update_norm", math.nan) for run in runs]),
             "abs_adv_mean": mean([run["train"]["abs_adv_mean"] for run in runs]),
             "grad_norm_mean": mean([mean([r["grad_norm"] for r in log if r.get("grad_norm") is not None])
                                     for log in rows]),
@@ -144,8 +147,13 @@ def _pilot_lines(pilot: dict | None) -> list[str]:
     for g in pilot["gates"]:
         if g["kind"] == "power" and not g["passed_with_margin"]:
             needed = seeds_needed(g, pilot)
-            lines.append(f"  - what it would take: {needed} seeds per arm" if needed else
-                         "  - what it would take: more than 1,000 seeds per arm at this spread")
+            if needed:
+                lines.append(f"  - what it would take: {needed} seeds per arm")
+            elif not math.isfinite(g["value"]):
+                lines.append("  - what it would take: not measurable from this pilot (its registered seeds could "
+                             "detect no effect at the family's level, or training did not gain)")
+            else:
+                lines.append("  - what it would take: more than 1,000 seeds per arm at this spread")
     return lines
 
 
@@ -154,13 +162,15 @@ def seeds_needed(gate: dict, pilot: dict, limit: int = 1000) -> int | None:
     (its value scales as the smallest detectable effect at n seeds over that at the registered seeds); None beyond
     `limit`."""
     from .experiments import family_size as designed
-    from .stats import mde
+    from .stats import detectable_effect
 
     registered, family = pilot["registered_seeds"], designed()  # the family the pilot planned against
     target = gate["threshold"] * (1 - pilot["margin"]["pilot"])
-    base = mde(1.0, registered, family)
+    base = detectable_effect(1.0, registered, family)
+    if not math.isfinite(base):  # the registered seeds could detect nothing: the gate's value gives no spread
+        return None
     for n in range(2, limit + 1):
-        if gate["value"] * mde(1.0, n, family) / base <= target:
+        if gate["value"] * detectable_effect(1.0, n, family) / base <= target:
             return n
     return None
 
@@ -219,11 +229,13 @@ def markdown(summary: dict) -> str:
                       for key, d in e["details"].items()]
         if e.get("arm_summary"):
             lines += ["", "What training did to each arm (descriptive: means over seeds):", "",
-                      "| arm | held-out accuracy (initial) | training reward, first / last 10 steps | mean abs(A) | "
-                      "mean gradient norm |", "|---|---|---|---|---|"]
+                      "| arm | held-out accuracy (initial) | training reward, first / last quarter of the generation "
+                      "batches | mean abs(A) | mean gradient norm | weight distance from the initial policy |",
+                      "|---|---|---|---|---|---|"]
             lines += [f"| {label} | {_f(d['held_out_acc'], 4, False)} ({_f(d['initial_acc'], 4, False)}) | "
-                      f"{_f(d['train_reward_first10'], 3, False)} / {_f(d['train_reward_last10'], 3, False)} | "
-                      f"{_f(d['abs_adv_mean'], 3, False)} | {_f(d['grad_norm_mean'], 3, False)} |"
+                      f"{_f(d.get('train_reward_first_quarter'), 3, False)} / "
+                      f"{_f(d.get('train_reward_last_quarter'), 3, False)} | {_f(d['abs_adv_mean'], 3, False)} | "
+                      f"{_f(d['grad_norm_mean'], 3, False)} | {_f(d.get('update_norm'), 3, False)} |"
                       for label, d in e["arm_summary"].items()]
         if e.get("figure"):
             lines += ["", f"Figure: `{e['figure']}`"]

@@ -8,6 +8,12 @@ passes and lr 5e-4). The aligned-like policy has a fork near p = 0.4 (it drops t
 its SFT data), and the base half of the claim is registered as an equivalence test. Clip scaling compares two ADD
 policies 14x apart in size (61K and 0.86M parameters) built from the same SFT data and steps, gated on matched
 initial accuracy, and tests saturation as a contrast: (acc(0.32) - acc(0.28)) of the small policy minus the large's.
+
+Version 3 (issue 38), 2026-11-27: not yet redesigned. The engine's gates are now signed (`design.gain_gates`: every
+arm must gain +0.03 held-out accuracy and raise its training reward) and its test is the exact sign-flip test, so
+these definitions changed and their version 2 pilots register nothing; version 2's runs, in which every arm lost
+held-out accuracy, are superseded (`lab/results/README.md`). Until a redesign is piloted, T4 and clip scaling are untestable (no
+pilot).
 """
 
 from __future__ import annotations

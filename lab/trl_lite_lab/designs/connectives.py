@@ -12,6 +12,12 @@ p < 1 / (1 + epsilon), so how far a token can move is set by its old probability
 per-token counterpart of matching on entropy that the trainer's hook can see). The effect is the connectives' clip
 rate minus other tokens' clip rate in the same bin, averaged over bins with the connectives' eligible counts as
 weights.
+
+Version 3 (issue 38), 2026-11-27: not yet redesigned. The engine's gates are now signed (`design.gain_gates`: every
+arm must gain +0.03 held-out accuracy and raise its training reward) and its test is the exact sign-flip test, so
+these definitions changed and their version 2 pilots register nothing; version 2's runs, in which every arm lost
+held-out accuracy, are superseded (`lab/results/README.md`). Until a redesign is piloted, T5 is untestable (no
+pilot).
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ the budget (124 tokens) is one every terminating format of the verbose policy en
 cut at least 10% of completions, the loop share of the filter-on policy's cut completions is compared with the
 initial policy's, and the no-gain margin is set against training: the off arm must move accuracy by at least twice
 the margin.
+
+Version 3 (issue 38), 2026-11-27: not yet redesigned. The engine's gates are now signed (`design.gain_gates`: every
+arm must gain +0.03 held-out accuracy and raise its training reward) and its test is the exact sign-flip test, so
+these definitions changed and their version 2 pilots register nothing; version 2's runs, in which every arm lost
+held-out accuracy, are superseded (`lab/results/README.md`). Until a redesign is piloted, T7 and T8 are untestable (no
+pilot).
 """
 
 from __future__ import annotations
