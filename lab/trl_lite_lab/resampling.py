@@ -156,6 +156,12 @@ def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
             "seeds_needed": seeds_needed(m, alpha), "null_rate": family}
 
 
+def _missed(result: dict) -> str:
+    """The share of resamples that miss a given seed, (1 - 1/n)^n, for each seed count of the directional tests."""
+    counts = sorted({r["n"] for r in result["tests"]})
+    return ", ".join(f"{(1 - 1 / n) ** n:.0%} at {n}" for n in counts) or "no directional test"
+
+
 def markdown(result: dict, source: str) -> str:
     """`reanalysis`'s result as the page `trl-lite-lab null` writes."""
     m, alpha = result["family_size"], result["alpha"]
@@ -190,9 +196,8 @@ def markdown(result: dict, source: str) -> str:
           for r in result["tests"]], "",
         "A sign-flip test is exact when the per-seed effects are symmetric about 0 under the null. This null keeps each "
         "test's observed shape: where one seed lies far from the others (a skewed sample), many resamples miss it "
-        "(at 10 seeds, 0.9^10 = 35% of them); the others, centred off 0, lie mostly on one side, which a test of the "
-        "mean on that few seeds reads as an effect (a sign-flip test on 10 seeds rejects at 0.05 / 12 with up to one "
-        "small effect on the other side: 4 of 1024 sign patterns).", "",
+        f"(at n seeds, (1 - 1/n)^n of them: {_missed(result)}); the others, centred off 0, lie mostly on one side, "
+        "which a test of the mean reads as an effect.", "",
         f"A sign-flip test on n seeds cannot give p below 2 / 2^n, so in a family of {m} it can pass Holm's first "
         f"step only with at least {result['seeds_needed']} seeds. "
         + (f"Here {len(cannot)} of the {len(result['tests'])} directional tests have fewer ({', '.join(cannot)}): "
