@@ -1,7 +1,7 @@
 """The lab's provenance no longer freezes trl-lite: on a copy of the clone, a comment added to `trl_lite/trainer.py`
 leaves every committed lab result valid, and a change to the advantage arithmetic invalidates them, with the report
-naming the experiments, the arms and what changed. Both compute the real fingerprints of all 27 arms (about 100 s
-each on 2 cores), on the reference stack (CI runs the lab's tests there only)."""
+naming the experiments, the arms and what changed. Both compute the real fingerprints of every arm (about 3 minutes
+each on 1 core), on the reference stack (CI runs the lab's tests there only)."""
 
 import json
 import os
@@ -81,10 +81,13 @@ def test_a_comment_in_the_trainer_leaves_every_lab_result_valid_and_the_report_g
     result = _run(clone, "-c", CHECK, str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    # the lab's own code is unchanged, every pilot still registers its experiment, and trl-lite computes for each of
-    # the 27 arms and 8 initial evaluations what it computed when the results were made
+    # the lab's own code is unchanged, every pilot still counts, and trl-lite computes for each arm and initial
+    # evaluation what it computed when the results were made
     assert found["engine"] and all(found["experiments"].values()), found
-    assert found["pilots"] == {e: [] for e in found["pilots"]}, found["pilots"]
+    # (version 3 has piloted T1-T3, T6 and the headline; the others have no pilot under their current definitions)
+    piloted = {"T1", "T2", "T3", "T6", "headline"}
+    assert found["pilots"] == {e: [] if e in piloted else [f"no pilot (lab/results/pilots/{e}.json)"]
+                               for e in found["pilots"]}, found["pilots"]
     assert found["changed"] == [], found["changed"]
     # the report, run from the lab's home with the committed summary to carry, gives the committed verdicts
     with open(os.path.join(RESULTS, "summary.json"), encoding="utf-8") as f:
@@ -109,8 +112,10 @@ def test_a_change_to_the_advantage_arithmetic_invalidates_the_results_and_the_re
     message = result.stderr
     assert "no longer hold: trl-lite computes otherwise for them than when they were made" in message, message[-3000:]
     # T1's batch-mean arms normalize by the batch std, its group-std arms do not; T6's arms (token vs sequence
-    # aggregation) use the default batch std
-    assert "T1: arm add-carry-easy-mean=batch-lr=0.0003: advantages[" in message
-    assert "T6: arm sumk-long-train-lr=0.001-steps=192: advantages[" in message
-    assert "arm add-carry-easy-std=group-lr=0.0003: " not in message  # group std: untouched by the change
+    # aggregation) and the headline's Lite PPO arm use the default batch std; GRPO's and DAPO's the group's
+    assert "T1: arm add-carry-mostly-hard-mean=batch: " in message
+    assert "T6: arm sumk-long-train-steps=192: " in message
+    assert "headline: arm add-carry-mixed-beta=0.0-epsilon=0.2: " in message
+    assert "arm add-carry-mostly-hard-std=group: " not in message  # group std: untouched by the change
+    assert "arm add-carry-mixed-std=group-beta=0.0-epsilon=0.2-agg=seq-mean-token-mean: " not in message
     assert not (out / "summary.json").exists()  # no summary is written from results that no longer hold
