@@ -257,7 +257,14 @@ def _failed_gate(entry: dict) -> str:
     passes_unmargined = math.isfinite(value) and (value <= threshold if g["at_most"] else value >= threshold)
     compared = (f"not past {threshold} by the margin" if passes_unmargined
                 else f"{'>' if g['at_most'] else '<'} {threshold}")
-    return f"{'pilot, ' if negative else ''}{g['kind']} {_f(value, 3, False)} {compared}{more}"
+    return f"{'pilot, ' if negative else ''}{_what(g)} {_f(value, 3, False)} {compared}{more}"
+
+
+def _what(gate: dict) -> str:
+    """A failed gate in a few words: its kind, and for a gain gate which of an arm's two (`design.gain_gates`)."""
+    if gate["kind"] != "gain":
+        return gate["kind"]
+    return "training-reward rise" if "training reward" in gate["name"] else "held-out gain"
 
 
 def readme_table(summary: dict) -> str:
