@@ -449,6 +449,15 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
 
     near = {**entry, "pilot": {**entry["pilot"], "gates": [{**failed, "value": 0.48}]}}
     assert _failed_gate(near) == "pilot, power 0.480 not past 0.5 by the margin"
+    # a gain gate says which of an arm's two failed (`design.gain_gates`): the held-out gain or the training reward's
+    # rise; 0.030 is past 0.03 but not by the margin (0.03 x 1.25 = 0.0375); -0.007 is below 0 outright
+    for name, value, said in (("base seq: held-out accuracy, mean over seeds, minus the initial policy's (a gain)",
+                               0.030, "pilot, held-out gain 0.030 not past 0.03 by the margin"),
+                              ("base seq: training reward, last quarter of the generation batches minus the first, "
+                               "mean over seeds (a rise)", -0.007, "pilot, training-reward rise -0.007 < 0.0")):
+        gate = {"name": name, "stage": "runs", "kind": "gain", "value": value, "threshold": 0.03 if value > 0 else 0.0,
+                "at_most": False, "passed_with_margin": False}
+        assert _failed_gate({**entry, "pilot": {**entry["pilot"], "gates": [gate]}}) == said
     # a tested row: a t-test's mean and 95% interval; an equivalence test's mean, 90% interval and margin
     tested = {"takeaways": [{"id": "T8", "title": "at long lengths, no gain", "verdict": "inconclusive", "tests": [
         {"name": "T8 no gain", "mean": -0.009, "interval": [-0.032, 0.014], "margin": 0.03},
