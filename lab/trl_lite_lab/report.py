@@ -121,8 +121,7 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
             "train_reward_last_quarter": mean([mean(r[-max(1, len(r) // 4):]) for r in rewards]),
             "update_norm": mean([run["eval"].get("update_norm", math.nan) for run in runs]),
             "abs_adv_mean": mean([run["train"]["abs_adv_mean"] for run in runs]),
-            "grad_norm_mean": mean([mean([r["grad_norm"] for r in log if r.get("grad_norm") is not None])
-                                    for log in rows]),
+            "grad_norm_mean": mean([run["train"]["grad_norm_mean"] for run in runs]),
         }
     return out
 

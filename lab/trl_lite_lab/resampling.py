@@ -39,6 +39,7 @@ from .stats import (  # the verdicts' own test (version 3): the lab's engine
     smallest_p,
 )
 
+
 def _t_p(samples: np.ndarray) -> np.ndarray:
     """Two-sided one-sample t-test p-values of the rows of `samples` (as `stats.t_test`: p = 1 without spread)."""
     from scipy import stats
