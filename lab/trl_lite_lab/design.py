@@ -60,9 +60,13 @@ PILOT_MARGIN = 0.25  # a pilot passes a runs or pilot gate only beyond it by thi
 # threshold would ask for a pass rate of 1.0
 AUDIT_MARGIN = 0.1
 # gain gates (version 3): an arm's mean held-out measure must rise this far above the initial policy's, and its training
-# reward must rise over its generation batches by more than REWARD_RISE (it need only rise: the gain gate sizes it)
+# reward must rise by at least REWARD_RISE (it need only rise: the gain gate sizes it). Version 3.1 reads the training
+# reward's rise off TRAIN_PROBE fixed problems of the arm's own training data, sampled like held-out ones before and
+# after training (`training.training_accuracy`), not off the generation batches' rewards, whose problems change batch
+# by batch (on the mostly-easy mix that noise hid a rise of about 0.02: issue 38's pilots)
 GAIN = 0.03
 REWARD_RISE = 0.0
+TRAIN_PROBE = 400
 
 SHORT = {"advantage_mean": "mean", "advantage_std": "std", "epsilon_high": "eps_high", "loss_aggregation": "agg",
          "max_completion_length": "len", "overlong_filter": "filter", "num_generations": "G",
@@ -239,9 +243,9 @@ def gained(label: str, policy: str, key: str = "acc") -> Callable[[dict], float]
 
 
 def reward_rise(label: str) -> Callable[[dict], float]:
-    """A gain gate's value: the mean over seeds of how far the arm's training reward rose over its generation batches
-    (`results.train_measures`' `reward_rise`: the last quarter's mean minus the first quarter's)."""
-    return lambda evidence: mean([runs[label]["train"]["reward_rise"] for runs in evidence["runs"].values()])
+    """A gain gate's value (version 3.1): the mean over seeds of how far the arm's training reward rose, measured on
+    fixed training problems before and after training (the run's `train_rise`: `training.training_accuracy`)."""
+    return lambda evidence: mean([runs[label]["eval"]["train_rise"] for runs in evidence["runs"].values()])
 
 
 def mean_gain(labels: tuple[str, ...], policies: dict[str, str]) -> Callable[[dict], float]:
@@ -252,14 +256,16 @@ def mean_gain(labels: tuple[str, ...], policies: dict[str, str]) -> Callable[[di
 def gain_gates(arms: dict[str, Arm], key: str = "acc", amount: float = GAIN, what: str = "held-out accuracy",
                labels: tuple[str, ...] | None = None) -> tuple[Gate, ...]:
     """Two gates per arm (or per `labels`), both signed (version 3): the arm's mean held-out `key` must rise by at
-    least `amount` above the initial policy's, and its training reward must rise over its generation batches. An arm
-    that falls makes the experiment untestable with that value, never a verdict about a trick."""
+    least `amount` above the initial policy's (kind "gain"), and its training reward must rise (kind "training-reward
+    rise": [`reward_rise`]). An arm that falls makes the experiment untestable with that value, never a verdict about
+    a trick."""
     out = []
     for label in labels or tuple(arms):
         out.append(Gate(f"{label}: {what}, mean over seeds, minus the initial policy's (a gain)",
                         gained(label, arms[label].policy, key), amount, stage="runs", kind="gain"))
-        out.append(Gate(f"{label}: training reward, last quarter of the generation batches minus the first, mean "
-                        "over seeds (a rise)", reward_rise(label), REWARD_RISE, stage="runs", kind="gain"))
+        out.append(Gate(f"{label}: training reward (accuracy on {TRAIN_PROBE} fixed training problems), trained minus "
+                        "initial, mean over seeds (a rise)", reward_rise(label), REWARD_RISE, stage="runs",
+                        kind="training-reward rise"))
     return tuple(out)
 
 

@@ -260,7 +260,8 @@ def _failed_gate(entry: dict) -> str:
 
 
 def _what(gate: dict) -> str:
-    """A failed gate in a few words: its kind, and for a gain gate which of an arm's two (`design.gain_gates`)."""
+    """A failed gate in a few words: its kind ("gain": the held-out gain of `design.gain_gates`; version 3.0's records
+    gave its training-reward gate that kind too, told apart by name)."""
     if gate["kind"] != "gain":
         return gate["kind"]
     return "training-reward rise" if "training reward" in gate["name"] else "held-out gain"

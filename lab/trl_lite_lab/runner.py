@@ -22,11 +22,12 @@ import sys
 import time
 
 from trl_lite.runs import run_one
-from .design import EVAL_PROBLEMS, EXPERIMENTS, Arm, policy_dir, policy_sha256
+from .design import EVAL_PROBLEMS, EXPERIMENTS, TRAIN_PROBE, Arm, policy_dir, policy_sha256
 from .fingerprint import fingerprints
 from .provenance import engine_sha256, experiment_sha256, product_stamp
 from .results import PILOTS, RESULT_FILE, initial_path, is_finished, registration, run_folder
-from .training import LabTrainer, evaluate, train_set
+from .training import LabTrainer, evaluate, train_set, training_accuracy
+
 
 def initial_eval(task: str, policy: str, output_dir: str, problems: int = EVAL_PROBLEMS,
                  temperature: float = 1.0) -> dict:
@@ -61,14 +62,19 @@ def run_arm(arm: Arm, seed: int, output_dir: str, *, steps: int | None = None, p
     started = time.time()
     settings = dict(arm.settings)
 
-    def evaluated(trainer, tokenizer) -> dict:  # held-out measures, and how far training moved the weights
+    def evaluated(trainer, tokenizer) -> dict:
+        """Held-out measures, how far training moved the weights, and the training reward before and after
+        (`train_acc_initial`, `train_acc`, their difference `train_rise`: `training.training_accuracy`)."""
         from transformers import AutoModelForCausalLM
 
         from .measure import update_size
 
         result = evaluate(arm.task, trainer.model, tokenizer, eval_problems, settings["temperature"])
         initial = AutoModelForCausalLM.from_pretrained(policy_dir(arm.task, arm.policy))
-        return {**result, **update_size(trainer.model, initial)}
+        before = training_accuracy(arm, initial, tokenizer, min(TRAIN_PROBE, eval_problems))
+        after = training_accuracy(arm, trainer.model, tokenizer, min(TRAIN_PROBE, eval_problems))
+        return {**result, **update_size(trainer.model, initial), "train_acc_initial": before, "train_acc": after,
+                "train_rise": after - before}
 
     run_one("lite_ppo", seed, output_dir, max_steps=steps or arm.steps, model=policy_dir(arm.task, arm.policy),
             folder=folder, train_set=train_set(arm, seed), settings=settings, trainer_cls=LabTrainer,

@@ -2,15 +2,17 @@
 so `trl-lite-lab list` and `--help`) load without torch.
 
 Besides [`mean`], this module is the lab's verdict engine: pure functions from per-seed paired effects (positive = the
-paper's direction) to a verdict. Each primary test (version 3, issue 38) is an exact two-sided sign-flip permutation
-test of the mean effect over seeds ([`paired_test`], [`sign_flip`]), whose error rate does not rest on the effects
-being normal at 10-16 seeds; effects within float noise of zero are zero ([`near_ties`]). Version 2's one-sample
-t-test ([`t_test`]) still gives the descriptive 95% intervals. The tests of one lab run form a family whose p-values
-are Holm-adjusted ([`holm`]) so that the chance of any wrong directional verdict in a run is at most [`ALPHA`]; a
-test that is not significant is stated with the smallest effect it could have found ([`detectable_effect`]: the
-t-test's [`mde`], or none where a sign-flip test on that few seeds cannot reach the level), so "inconclusive" says
-how large an effect was ruled out. [`family`] puts these together into the rows the report prints. [`equivalence`]
-(TOST) is for claims that two settings do *not* differ.
+paper's direction) to a verdict. Each primary test (version 3.1, issue 38) is an exact two-sided sign test of the
+median effect over seeds ([`paired_test`], [`sign_test`]): does the trick win on more seeds than chance allows? Its
+error rate rests on no shape of the effects, and one outlying seed cannot make or unmake a verdict; effects within float
+noise of zero are ties, left out ([`near_ties`]). Version 3.0's sign-flip test of the mean ([`sign_flip`]) and version
+2's one-sample t-test ([`t_test`]) stay for the reanalysis (`trl_lite_lab.resampling`); the t-test still gives the
+descriptive 95% intervals of the mean. The tests of one lab run form a family whose p-values are Holm-adjusted
+([`holm`]) so that the chance of any wrong directional verdict in a run is at most [`ALPHA`]; a test that is not
+significant is stated with the smallest effect it could have found ([`detectable_effect`]: the sign test's, for normal
+per-seed effects, or none where a sign test on that few seeds cannot reach the level), so "inconclusive" says how
+large an effect was ruled out. [`family`] puts these together into the rows the report prints. [`equivalence`] (TOST)
+is for claims that two settings do *not* differ.
 
 NumPy and scipy are imported on first use, not here: `experiments.py` and `report.py` import [`mean`], and
 `trl-lite-lab list` should not pay scipy.stats' second of import time.
@@ -132,9 +134,13 @@ class Test:
         interval (`tuple[float, float]`):
             95% two-sided t-interval of the mean, not adjusted for multiplicity.
         p_value (`float`):
-            Two-sided one-sample t-test of mean == 0, raw (before Holm).
+            The test's two-sided p-value, raw (before Holm): [`paired_test`]'s sign test of median == 0, or
+            [`t_test`]'s of mean == 0.
         sd (`float`):
             Per-seed standard deviation (ddof=1).
+        location (`float`, *optional*):
+            What the test is about, whose sign the verdict reads: the median of `per_seed` for [`paired_test`]; None
+            (the default) means the mean ([`t_test`]).
     """
 
     name: str
@@ -143,6 +149,12 @@ class Test:
     interval: tuple[float, float]
     p_value: float
     sd: float
+    location: float | None = None
+
+    @property
+    def center(self) -> float:
+        """The value whose sign the verdict reads: `location`, or the mean where it is None."""
+        return self.mean if self.location is None else self.location
 
 
 def t_test(name: str, per_seed: list[float]) -> Test:
@@ -191,13 +203,14 @@ def near_ties(per_seed, noise: float = NOISE):
 
 
 def smallest_p(n: int) -> float:
-    """The smallest two-sided p-value a sign-flip test on `n` seeds can give: the observed pattern and its negation,
+    """The smallest two-sided p-value a sign test (or a sign-flip test) on `n` seeds can give: every seed on one side,
     2 of 2^n."""
     return min(1.0, 2.0 / 2.0 ** n)
 
 
 def seeds_needed(m: int, alpha: float = ALPHA) -> int:
-    """The fewest seeds with which a sign-flip test can pass Holm's first step (p < alpha / m) in a family of `m`."""
+    """The fewest seeds with which a sign test (or a sign-flip test) can pass Holm's first step (p < alpha / m) in a
+    family of `m`."""
     n = 1
     while smallest_p(n) >= alpha / m:
         n += 1
@@ -254,11 +267,32 @@ def sign_flip(per_seed, draws: int = DRAWS, seed: int = 0) -> float:
     return float(_sign_flip_p(values[None, :], _patterns(len(values), draws, seed), exact)[0])
 
 
+def sign_test(per_seed) -> float:
+    """
+    Exact two-sided sign test of median == 0 on per-seed paired effects.
+
+    Args:
+        per_seed (`list[float]`):
+            The paired effect of each seed; each within `NOISE` of zero is a tie and is left out.
+
+    Returns:
+        `float`: with n seeds that are not ties, k of them on the rarer side: 2 P(Binomial(n, 1/2) <= k), capped at 1
+        (at least `smallest_p(n)`); 1.0 when every seed is a tie. E.g. 11 of 12 seeds positive: 2 x (1 + 12) / 4096 =
+        0.0063.
+    """
+    values = near_ties(per_seed)
+    positive, negative = int((values > 0).sum()), int((values < 0).sum())
+    n = positive + negative
+    if n == 0:
+        return 1.0
+    rare = min(positive, negative)
+    return min(1.0, 2.0 * math.fsum(math.comb(n, k) for k in range(rare + 1)) / 2.0 ** n)
+
 
 def paired_test(name: str, per_seed: list[float]) -> Test:
     """
-    The verdicts' primary test (version 3): an exact two-sided sign-flip test of mean == 0 on per-seed paired effects,
-    each within `NOISE` of zero counted as 0.
+    The verdicts' primary test (version 3.1): an exact two-sided sign test of median == 0 on per-seed paired effects,
+    each within `NOISE` of zero a tie (counted as 0, left out of the test).
 
     Args:
         name (`str`):
@@ -267,18 +301,22 @@ def paired_test(name: str, per_seed: list[float]) -> Test:
             The paired effect of each seed, at least 2.
 
     Returns:
-        [`Test`]: the mean and sd of the effects (near-ties zeroed), their 95% t-interval (descriptive: the verdict
-        does not read it), and the sign-flip p-value ([`sign_flip`]), whose error rate does not rest on the effects
-        being normal. All seeds equal (no spread) gives p = 1, as in [`t_test`].
+        [`Test`]: the mean and sd of the effects (ties zeroed), their 95% t-interval (descriptive: the verdict does not
+        read it), the median (`location`, whose sign the verdict reads) and the sign test's p-value ([`sign_test`]),
+        whose error rate rests on no shape of the effects. All seeds equal (no spread) gives p = 1, as in [`t_test`]:
+        a constant effect is not evidence.
 
     Raises:
         [`MetricError`]: if a value is missing or not finite.
         `ValueError`: if there are fewer than 2 seeds.
     """
+    import numpy as np
+
     values = [float(v) for v in near_ties([finite(f"{name}[seed {i}]", v) for i, v in enumerate(per_seed)])]
     described = t_test(name, values)
-    p_value = 1.0 if described.sd == 0.0 else sign_flip(values)
-    return Test(name, described.per_seed, described.mean, described.interval, p_value, described.sd)
+    p_value = 1.0 if described.sd == 0.0 else sign_test(values)
+    return Test(name, described.per_seed, described.mean, described.interval, p_value, described.sd,
+                float(np.median(values)))
 
 
 def holm(p_values: dict[str, float]) -> dict[str, float]:
@@ -374,13 +412,40 @@ def mde(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWE
     return sd * _noncentrality(n - 1, alpha / m, power) / math.sqrt(n)
 
 
+def sign_test_power(win: float, n: int, level: float) -> float:
+    """The power of a two-sided [`sign_test`] on `n` seeds at `level` when each seed favours the trick with probability
+    `win` (no ties): P(Binomial(n, win) >= k) + P(Binomial(n, win) <= n - k), k the fewest seeds on one side that give
+    p < level (0.0 where none does)."""
+    from scipy import stats
+
+    k = next((k for k in range((n + 1) // 2, n + 1) if 2.0 * stats.binom.sf(k - 1, n, 0.5) < level), None)
+    if k is None:
+        return 0.0
+    return float(stats.binom.sf(k - 1, n, win) + stats.binom.cdf(n - k, n, win))
+
+
 def detectable_effect(sd: float, n: int, m: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The smallest effect a paired test on `n` seeds detects with `power` at level `alpha / m`: [`mde`] (the t-test's,
-    which the sign-flip test approaches), or infinity where a sign-flip test on `n` seeds cannot reach that level at
-    all (its smallest p-value, 2 / 2^n, is not below `alpha / m`: [`seeds_needed`])."""
-    if smallest_p(_count("n", n, 2)) >= alpha / _count("m", m, 1):
+    """The smallest mean effect the sign test ([`paired_test`]) on `n` seeds detects with `power` at level `alpha / m`
+    when the per-seed effects are normal with standard deviation `sd` (a planning figure: the test itself assumes no
+    shape): `sd` x the normal quantile of the smallest win probability with that power ([`sign_test_power`]).
+    Infinity where a sign test on `n` seeds cannot reach the level at all (its smallest p-value, 2 / 2^n, is not below
+    `alpha / m`: [`seeds_needed`]); 0.0 for `sd == 0` at a reachable level."""
+    from scipy import optimize, stats
+
+    sd = finite("sd", sd)
+    if sd < 0.0:
+        raise ValueError(f"sd must be >= 0; got {sd!r}")
+    n, m = _count("n", n, 2), _count("m", m, 1)
+    level = _level("alpha", alpha) / m
+    power = _level("power", power)
+    if smallest_p(n) >= level:
         return float("inf")
-    return mde(sd, n, m, alpha, power)
+    if sd == 0.0:
+        return 0.0
+    if sign_test_power(1.0 - 1e-15, n, level) < power:
+        return float("inf")
+    win = optimize.brentq(lambda q: sign_test_power(q, n, level) - power, 0.5, 1.0 - 1e-15, xtol=1e-12)
+    return sd * float(stats.norm.ppf(win))
 
 
 def verdict(test: Test, adjusted_p: float, alpha: float = ALPHA) -> str:
@@ -389,22 +454,23 @@ def verdict(test: Test, adjusted_p: float, alpha: float = ALPHA) -> str:
 
     Args:
         test ([`Test`]):
-            The test; only its mean's sign is read.
+            The test; only the sign of its `center` (the median for [`paired_test`], the mean for [`t_test`]) is
+            read.
         adjusted_p (`float`):
             Its p-value, Holm-adjusted over the family (or raw, for a raw verdict).
         alpha (`float`, *optional*, defaults to `ALPHA`):
             Family-wise error rate.
 
     Returns:
-        `str`: `"reproduced"` if `adjusted_p < alpha` and the mean is positive (the paper's direction),
-        `"not reproduced"` if `adjusted_p < alpha` and the mean is negative (the opposite, established), else
+        `str`: `"reproduced"` if `adjusted_p < alpha` and the center is positive (the paper's direction),
+        `"not reproduced"` if `adjusted_p < alpha` and it is negative (the opposite, established), else
         `"inconclusive"` (an effect of either sign is not established).
     """
-    return direction(test.mean, adjusted_p, alpha)
+    return direction(test.center, adjusted_p, alpha)
 
 
 def direction(effect: float, adjusted_p: float, alpha: float = ALPHA) -> str:
-    """[`verdict`]'s rule on a mean `effect` and its adjusted p-value."""
+    """[`verdict`]'s rule on an `effect` (the tested center: a median or a mean) and its adjusted p-value."""
     adjusted_p = _probability("adjusted_p", adjusted_p)
     alpha = _level("alpha", alpha)
     if adjusted_p < alpha and effect > 0.0:
@@ -547,8 +613,9 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
         `list[dict]`: one dict per test, in order, with keys `"name"`, `"mean"`, `"interval"` (`[lo, hi]`, the raw 95%
         t-interval), `"per_seed"` (list), `"p_value"` (raw), `"adjusted_p"` (Holm over this family), `"verdict"` (from
         the adjusted p-value), `"raw_verdict"` (from the raw p-value), `"mde"` (at level `alpha / len(tests)`, from
-        the test's own sd and number of seeds) and `"reads"`: one line, e.g.
-        `"reproduced: +0.031 [+0.012, +0.050], Holm-adjusted p = 0.004"`, or for an inconclusive test
+        the test's own sd and number of seeds), `"median"` (a sign test's; None for a t-test) and `"reads"`: one line,
+        e.g. `"reproduced: +0.031 [+0.012, +0.050], median +0.029, 12 of 12 seeds positive, Holm-adjusted p = 0.004"`
+        (the median and the count for a sign test only), or for an inconclusive t-test
         `"inconclusive: +0.004 [-0.011, +0.019] (95%, unadjusted), Holm-adjusted p = 1.000; an effect of 0.042 would
         have been detected with 80% power (a power statement, not a bound on the effect)"`.
         Numbers are printed with 3 decimals (scientific notation where that would print a nonzero value as 0.000).
@@ -579,6 +646,7 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
             continue
         decided = verdict(test, adjusted_p, alpha)
         detectable = detectable_effect(test.sd, len(test.per_seed), size, alpha)
+        sides = _sides(test)
         if test.sd == 0.0:  # every seed gave the same effect: no spread to state a power from
             detectable = float("nan")
             reads = (f"{decided} (no spread: every seed gave {_number(test.mean, True)}; a test needs a spread, so "
@@ -587,13 +655,13 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
             low, high = test.interval
             power_note = (f"an effect of {_number(detectable)} would have been detected with {POWER:.0%} power (a "
                           "power statement, not a bound on the effect)" if math.isfinite(detectable) else
-                          f"no effect could have been detected: a sign-flip test on {len(test.per_seed)} seeds gives "
-                          f"p >= {_number(smallest_p(len(test.per_seed)))}, not below {ALPHA} / {size}")
+                          f"no effect could have been detected: a sign test on {len(test.per_seed)} seeds gives "
+                          f"p >= {_number(smallest_p(len(test.per_seed)))}, not below {alpha} / {size}")
             reads = (f"inconclusive: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}] (95%, "
-                     f"unadjusted), Holm-adjusted p = {_number(adjusted_p)}; {power_note}")
+                     f"unadjusted){sides}, Holm-adjusted p = {_number(adjusted_p)}; {power_note}")
         else:
             low, high = test.interval
-            reads = (f"{decided}: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}], "
+            reads = (f"{decided}: {_number(test.mean, True)} [{_number(low, True)}, {_number(high, True)}]{sides}, "
                      f"Holm-adjusted p = {_number(adjusted_p)}")
         rows.append({
             "name": test.name,
@@ -605,9 +673,21 @@ def family(tests: list[Test | Equivalence], alpha: float = ALPHA, untested: int 
             "verdict": decided,
             "raw_verdict": verdict(test, test.p_value, alpha),
             "mde": detectable,
+            "median": test.location,
             "reads": reads,
         })
     return rows
+
+
+def _sides(test: Test) -> str:
+    """", median +0.012, 11 of 12 seeds positive" for a sign test ([`paired_test`]); "" for a t-test."""
+    if test.location is None:
+        return ""
+    values = near_ties(test.per_seed)
+    positive, negative = int((values > 0).sum()), int((values < 0).sum())
+    ties = len(values) - positive - negative
+    return (f", median {_number(test.location, True)}, {positive} of {len(values)} seeds positive"
+            + (f" ({negative} negative, {ties} tied)" if ties else ""))
 
 
 def _equivalence_row(test: Equivalence, adjusted_p: float, alpha: float, size: int) -> dict:

@@ -12,7 +12,7 @@ import torch
 
 from trl_lite.trainer import LitePPOTrainer
 
-from .design import ADD_SETTINGS, EVAL_PROBLEMS, EVAL_SAMPLES, HORIZON, LONG, LOOSE, TIGHT, Arm
+from .design import ADD_SETTINGS, EVAL_PROBLEMS, EVAL_SAMPLES, HORIZON, LONG, LOOSE, TIGHT, TRAIN_PROBE, Arm
 from .measure import score_samples, top_share
 from .stats import mean
 
@@ -121,6 +121,32 @@ def train_set(arm: Arm, seed: int):
     from trl_lite.tasks.sumk import sumk_dataset
 
     return sumk_dataset(4000, split="train", seed=1000 + seed)
+
+
+def probe_set(arm: Arm, problems: int = TRAIN_PROBE) -> tuple[list, list[str]]:
+    """The fixed training problems on which an arm's training reward is measured before and after training (version
+    3.1): ADD's first `problems` of the arm's mix (whole blocks of four, so a mostly-easy probe is three easy to one
+    hard exactly), SUM-k's first `problems` of one fixed training draw (seed 999: every arm and seed sees the same)."""
+    if arm.task == "add":
+        rows = add_mix(arm.data)[:problems]
+        return [r["prompt"] for r in rows], [r["answer"] for r in rows]
+    from trl_lite.tasks.sumk import sumk_dataset
+
+    data = sumk_dataset(problems, split="train", seed=999)
+    return list(data["prompt"]), list(data["answer"])
+
+
+def training_accuracy(arm: Arm, model, tokenizer, problems: int = TRAIN_PROBE) -> float:
+    """The arm's expected training reward, measured (version 3.1): the share of `EVAL_SAMPLES` samples per problem of
+    [`probe_set`] that are correct, sampled as in training (the arm's temperature and maximum completion length) with a
+    fixed seed, so that the initial and the trained policy meet the same problems and the same random draws."""
+    from .measure import sample_completions, sample_rewards
+
+    prompts, answers = probe_set(arm, problems)
+    groups = sample_completions(model, tokenizer, prompts, samples=EVAL_SAMPLES,
+                                max_new_tokens=arm.settings["max_completion_length"],
+                                temperature=arm.settings["temperature"])
+    return mean([r for rewards in sample_rewards(groups, answers, tokenizer) for r in rewards])
 
 
 def heldout(task: str, problems: int):

@@ -10,11 +10,15 @@ generation batch of 8 prompts x 8).
 Version 3's rules (the engine's since 2026-11-27, `design.gain_gates` and `stats.paired_test`):
 
 - **Every arm must gain.** Per arm, its mean held-out accuracy over seeds minus the initial policy's must be at least
-  `design.GAIN` (+0.03), and its training reward must rise over its generation batches. An arm that falls makes the
-  experiment untestable, never a verdict.
-- **Enough seeds for an exact test.** `SEEDS` paired seeds and an exact sign-flip test: 16, so that one far-off seed
-  weighs less than it did at 10 (the first version of this design, run under version 2's engine: its resampled-null
-  rate was 19-24% for the GRPO contrast, `lab/results/null.md`).
+  `design.GAIN` (+0.03), and its training reward must rise (version 3.1: on fixed training problems, before and after
+  training; version 3.0 read it over the generation batches). An arm that falls makes the experiment untestable,
+  never a verdict.
+- **Enough seeds for an exact test.** `SEEDS` paired seeds and an exact test: 16, so that one far-off seed weighs less
+  than it did at 10 (the first version of this design, run under version 2's engine: its resampled-null rate was
+  19-24% for the GRPO contrast, `lab/results/null.md`). Version 3.0's test was the sign-flip test of the mean; version
+  3.1's is the sign test of the median (does Lite PPO win on more seeds than chance allows?), changed 2026-11-27 after
+  this design's 16-seed run under 3.0, for the reason `lab/results/README.md` gives (the resampled-null rate); the run
+  is repeated under 3.1 with the same seeds.
 - **Which contrast decides.** The paper's claim is directional and has two halves: Lite PPO above GRPO, and Lite PPO
   above DAPO. "Reproduced" needs both (the lab's rule: an experiment is reproduced when all its primary tests are,
   and not reproduced when one is against the paper).
@@ -25,7 +29,7 @@ Version 3's rules (the engine's since 2026-11-27, `design.gain_gates` and `stats
   are reported next to the verdict, so a reader can see whether the winner simply moved more.
 
 First fixed 2026-11-27 07:45 UTC (10 seeds, its own signed gate), before any run of this design; moved onto version 3's
-engine at 16 seeds on 2026-11-27 10:45 UTC, after that first run (reported in `lab/results/README.md`), before any run
+engine at 16 seeds on 2026-11-27 10:43 UTC, after that first run (reported in `lab/results/README.md`), before any run
 of this version.
 """
 

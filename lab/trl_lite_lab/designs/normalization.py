@@ -15,6 +15,12 @@ Version 3, fixed 2026-11-27 before any run of it:
 - **12 paired seeds** (16 until the first pilot: below) for each test (an exact sign-flip test: `stats.paired_test`), 3 pilot seeds; a power gate asks
   the registered seeds to detect an effect half as large as the arms' mean gain.
 - The four normalizations x two mixes are eight arms shared by T1-T3: T1 reads four, T2 two, T3 all eight.
+- **Version 3.1 (2026-11-27, after the negative pilots below, before any registered run)**: the engine's training-reward
+  gate reads the reward on 400 fixed problems of the arm's own mix before and after training
+  (`training.training_accuracy`), not the generation batches' rewards: on the mostly-easy mix every arm gained 0.037-0.090
+  held-out while the batches' reward moved -0.009 to +0.003 (`pilots/superseded/v3/`), a rise of about 0.02 (a quarter
+  of the problems are hard) under noise from which problems each batch drew. The primary tests became sign tests
+  (`stats.paired_test`); the seeds stay 12.
 - **Update size**: the normalizations scale the advantages differently, which is what the claims are about, so update
   sizes are not matched; each arm's weight distance from the initial policy and its mean gradient norm are reported
   next to the verdict.
