@@ -165,7 +165,8 @@ def test_gates():
     credit, clipped, *gain = EXPERIMENTS["5"].gates
     assert (credit.stage, credit.kind, clipped.stage, clipped.kind) == ("audit", "the connective's credit", "runs",
                                                                         "the clip band")
-    assert [(g.kind, g.stage, g.threshold) for g in gain] == [("gain", "runs", 0.03), ("gain", "runs", 0.0)]
+    assert [(g.kind, g.stage, g.threshold) for g in gain] == [("gain", "runs", 0.03),
+                                                              ("training-reward rise", "runs", 0.0)]
     assert all(g.name.startswith("recheck 0.2: ") for g in gain)
     assert credit.value({"sumk/recheck/recheck_link": 0.42}) == 0.42 and credit.passes(0.42)
 
@@ -192,12 +193,14 @@ def _weights(task="add", policy="carry"):
 
 
 REWARDS = (0.4, 0.5, 0.5, 0.6)  # a fake run's training reward per generation batch: rises 0.6 - 0.4 = 0.2 (quarters)
+TRAIN_ACC = (0.70, 0.75)  # a fake run's accuracy on the fixed training problems before and after: a rise of 0.05
 
 
 def _fake_run(out, a, seed, eval_values, sha=None, train_rows=None, weights=None):
     """A finished run of arm `a`: its result records the hash of every experiment that has the arm (as `run_arm`
-    does), or `sha` (a dict, or one hash for each of them). Its logs: `train_rows`, or four generation batches with
-    the rewards `REWARDS` and gradient norm 1.0 (the gain gates read the reward's rise)."""
+    does), or `sha` (a dict, or one hash for each of them). Its evaluation: `eval_values`, with the training reward
+    before and after (`TRAIN_ACC`, which the gain gates read) unless given; its logs: `train_rows`, or four generation
+    batches with the rewards `REWARDS` and gradient norm 1.0."""
     from trl_lite_lab.results import run_folder
     from trl_lite_lab.runner import arm_hashes
 
@@ -209,6 +212,8 @@ def _fake_run(out, a, seed, eval_values, sha=None, train_rows=None, weights=None
     folder = run_folder(str(out), a, seed)
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "result.json"), "w") as f:
+        before, after = TRAIN_ACC
+        eval_values = {"train_acc_initial": before, "train_acc": after, "train_rise": after - before, **eval_values}
         json.dump({"eval": eval_values, "wall_s": 30.0, "eval_problems": 1000, "experiment_sha256": hashes,
                    "policy_sha256": weights or _weights(a.task, a.policy), "fingerprints": fingerprints([a])}, f)
     with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
@@ -248,9 +253,10 @@ def t2_at_8_seeds(monkeypatch):
 NONE, GROUP = "group/none mostly-easy", "group/group mostly-easy"  # T2's arms
 
 
-def _fake_lab(out, accuracies, audit=None, initial=0.5, pilot=True, rewards=None):
+def _fake_lab(out, accuracies, audit=None, initial=0.5, pilot=True, rewards=None, train_acc=None):
     """T2's two arms over 8 seeds (each run's held-out accuracy, its weight distance 2.0 and relative 0.01, and the
-    training rewards `REWARDS`, or `rewards[label]`), its initial policy's evaluation, an audit whose gates pass
+    training rewards `REWARDS`, or `rewards[label]`, and the training reward on fixed problems before and after,
+    `TRAIN_ACC` or `train_acc[label]`), its initial policy's evaluation, an audit whose gates pass
     (unless `audit` says otherwise) and a passing pilot (unless `pilot` is False)."""
     from trl_lite_lab.experiments import engine_sha256
 
@@ -260,8 +266,10 @@ def _fake_lab(out, accuracies, audit=None, initial=0.5, pilot=True, rewards=None
         for label, acc in ((NONE, none), (GROUP, group)):
             rows = [{"step": 4 * i + 4, "reward": r, "grad_norm": 1.0}
                     for i, r in enumerate(rewards.get(label, REWARDS))]
-            _fake_run(out, experiment.arms[label], seed, {"acc": acc, "update_norm": 2.0, "update_rel": 0.01},
-                      train_rows=rows)
+            before, after = (train_acc or {}).get(label, TRAIN_ACC)
+            _fake_run(out, experiment.arms[label], seed, {"acc": acc, "update_norm": 2.0, "update_rel": 0.01,
+                                                          "train_acc_initial": before, "train_acc": after,
+                                                          "train_rise": after - before}, train_rows=rows)
     # T2's audit gates read the mostly-easy mix (its pass rate, its share of zero-std groups of 8: `MIX_GATES[:2]`);
     # T1 and T3's the mostly-hard one's pass rate too
     measures = {"add/mostly-easy/pass": 0.9, "add/mostly-easy/zero_std@8": 0.62, "add/mostly-easy/zero_std@16": 0.45,
@@ -307,10 +315,12 @@ def test_report_verdict_fields_and_holm(tmp_path):
     assert entry["details"][f"weight distance {NONE}"]["mean"] == 2.0
     assert entry["details"][f"mean gradient norm {GROUP}"]["mean"] == 1.0
     # 2 audit gates (the mostly-easy mix), then 2 gain gates per arm (runs): group/none mean 0.62 - initial 0.5 =
-    # +0.12 and its reward's rise 0.6 - 0.4 = +0.2; group/group +0.10 and +0.2
+    # +0.12 and its training reward's rise on the fixed problems 0.75 - 0.70 = +0.05; group/group +0.10 and +0.05
     assert [(g["stage"], g["kind"], g["passed"]) for g in entry["gates"]] == [
-        ("audit", "the audit", True), ("audit", "the audit", True)] + [("runs", "gain", True)] * 4
-    assert [g["value"] for g in entry["gates"]] == pytest.approx([0.9, 0.62, 0.12, 0.2, 0.10, 0.2])
+        ("audit", "the audit", True), ("audit", "the audit", True)] + [
+        ("runs", "gain", True), ("runs", "training-reward rise", True)] * 2
+    assert [g["value"] for g in entry["gates"]] == pytest.approx([0.9, 0.62, 0.12, 0.05, 0.10, 0.05])
+    assert arms[GROUP]["train_acc_initial"] == pytest.approx(0.7) and arms[GROUP]["train_acc"] == pytest.approx(0.75)
     from trl_lite_lab.designs.normalization import MIX_GATES
 
     assert [g["threshold"] for g in entry["gates"]] == [g.threshold for g in MIX_GATES[:2]] + [0.03, 0.0, 0.03, 0.0]
@@ -375,15 +385,15 @@ def test_report_untestable_when_an_arm_did_not_gain(tmp_path):
     from trl_lite_lab.report import report
 
     # group/none: 0.45 on every seed against an initial 0.5 -> it FELL by 0.05, which an absolute gate
-    # (|-0.05| >= 0.03) would have passed; its training reward fell too, 0.6, 0.5, 0.5, 0.4: 0.4 - 0.6 = -0.2.
-    # group/group 0.6 -> +0.1, its reward rising 0.4 -> 0.6: both its gates pass
-    _fake_lab(tmp_path, [(0.45, 0.6)] * 8, rewards={NONE: (0.6, 0.5, 0.5, 0.4)})
+    # (|-0.05| >= 0.03) would have passed; its training reward fell too, 0.70 -> 0.50 on the fixed training problems:
+    # -0.2. group/group 0.6 -> +0.1, its training reward rising 0.70 -> 0.75: both its gates pass
+    _fake_lab(tmp_path, [(0.45, 0.6)] * 8, train_acc={NONE: (0.7, 0.5)})
     (entry,) = report(["2"], str(tmp_path))["takeaways"]
     assert entry["verdict"] == "untestable"
     assert entry["reads"] == (
-        f"untestable (gain): {NONE}: held-out accuracy, mean over seeds, minus the initial policy's (a gain) = -0.050, "
-        f"needs >= 0.03; {NONE}: training reward, last quarter of the generation batches minus the first, mean over "
-        "seeds (a rise) = -0.200, needs >= 0.0")
+        f"untestable (gain, training-reward rise): {NONE}: held-out accuracy, mean over seeds, minus the initial "
+        f"policy's (a gain) = -0.050, needs >= 0.03; {NONE}: training reward (accuracy on 400 fixed training "
+        "problems), trained minus initial, mean over seeds (a rise) = -0.200, needs >= 0.0")
     assert [g["passed"] for g in entry["gates"]] == [True, True, False, False, True, True]
     # the effect is shown, not tested: 0.45 - 0.6 = -0.15 on every seed
     (test,) = entry["tests"]
@@ -395,14 +405,15 @@ def test_report_untestable_when_an_arm_did_not_gain(tmp_path):
 def test_report_untestable_when_an_arms_training_reward_did_not_rise(tmp_path):
     from trl_lite_lab.report import report
 
-    # both arms gain held-out accuracy (+0.12, +0.10), but group/group's training reward falls on every seed:
-    # 0.5, 0.6, 0.4, 0.3 -> last quarter 0.3 - first 0.5 = -0.2 < 0.0
-    _fake_lab(tmp_path, [(0.62, 0.6)] * 8, rewards={GROUP: (0.5, 0.6, 0.4, 0.3)})
+    # both arms gain held-out accuracy (+0.12, +0.10), but group/group's training reward, on the fixed training
+    # problems, falls on every seed: 0.72 -> 0.70, -0.02 < 0.0. Its generation batches' rewards rise (0.4 -> 0.6, the
+    # default logs): version 3.0's gate read those; version 3.1's reads the fixed problems
+    _fake_lab(tmp_path, [(0.62, 0.6)] * 8, train_acc={GROUP: (0.72, 0.70)})
     (entry,) = report(["2"], str(tmp_path))["takeaways"]
     assert entry["verdict"] == "untestable"
-    assert entry["reads"].startswith(f"untestable (gain): {GROUP}: training reward")
-    assert entry["reads"].endswith("(a rise) = -0.200, needs >= 0.0") and NONE not in entry["reads"]
-    assert [g["value"] for g in entry["gates"][2:]] == pytest.approx([0.12, 0.2, 0.10, -0.2])
+    assert entry["reads"].startswith(f"untestable (training-reward rise): {GROUP}: training reward")
+    assert entry["reads"].endswith("(a rise) = -0.020, needs >= 0.0") and NONE not in entry["reads"]
+    assert [g["value"] for g in entry["gates"][2:]] == pytest.approx([0.12, 0.05, 0.10, -0.02])
 
 
 @pytest.mark.usefixtures("t2_at_8_seeds")
@@ -426,16 +437,19 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
                               "with a margin")
     assert summary["family_size"] == 0 and summary["tested"] == 0
     # what a failed power gate would take: its value scales as detectable_effect(1, n, 16) / detectable_effect(1, 16,
-    # 16) (the family of every designed test, 16; from 10 seeds on, the t-test's mde); with the margin it must reach
-    # 0.5 * (1 - 0.25) = 0.375, i.e. the ratio 0.375 / 0.8 = 0.469: 58 seeds (0.8 x ratio = 0.3744; 57 give 0.3777)
+    # 16) (the family of every designed test, 16; the sign test's, version 3.1); with the margin it must reach
+    # 0.5 * (1 - 0.25) = 0.375, i.e. the ratio 0.375 / 0.8 = 0.469: 45 seeds (0.8 x ratio = 0.3698; 44 give 0.3958)
     from trl_lite_lab.experiments import family_size
     from trl_lite_lab.report import seeds_needed
-    from trl_lite_lab.stats import mde
+    from trl_lite_lab.stats import detectable_effect
 
-    assert family_size() == 16 and seeds_needed(failed, entry["pilot"]) == 58
-    assert 0.8 * mde(1.0, 58, 16) / mde(1.0, 16, 16) <= 0.375 < 0.8 * mde(1.0, 57, 16) / mde(1.0, 16, 16)
-    assert "what it would take: 58 seeds per arm" in (tmp_path / "summary.md").read_text()
-    assert json.loads((tmp_path / "summary.json").read_text())["takeaways"][0]["seeds_needed"] == {"T2: power": 58}
+    def scaled(n):
+        return 0.8 * detectable_effect(1.0, n, 16) / detectable_effect(1.0, 16, 16)
+
+    assert family_size() == 16 and seeds_needed(failed, entry["pilot"]) == 45
+    assert scaled(45) == pytest.approx(0.3698, abs=1e-4) and scaled(44) == pytest.approx(0.3958, abs=1e-4)
+    assert "what it would take: 45 seeds per arm" in (tmp_path / "summary.md").read_text()
+    assert json.loads((tmp_path / "summary.json").read_text())["takeaways"][0]["seeds_needed"] == {"T2: power": 45}
     # a pilot planned for 8 seeds in the family of 16 could detect nothing (2 / 2^8 = 0.0078 >= 0.05 / 16): its
     # power gate's value has no finite scale to extrapolate from
     assert seeds_needed(failed, {**entry["pilot"], "registered_seeds": 8}) is None
@@ -450,12 +464,16 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
     near = {**entry, "pilot": {**entry["pilot"], "gates": [{**failed, "value": 0.48}]}}
     assert _failed_gate(near) == "pilot, power 0.480 not past 0.5 by the margin"
     # a gain gate says which of an arm's two failed (`design.gain_gates`): the held-out gain or the training reward's
-    # rise; 0.030 is past 0.03 but not by the margin (0.03 x 1.25 = 0.0375); -0.007 is below 0 outright
-    for name, value, said in (("base seq: held-out accuracy, mean over seeds, minus the initial policy's (a gain)",
-                               0.030, "pilot, held-out gain 0.030 not past 0.03 by the margin"),
-                              ("base seq: training reward, last quarter of the generation batches minus the first, "
-                               "mean over seeds (a rise)", -0.007, "pilot, training-reward rise -0.007 < 0.0")):
-        gate = {"name": name, "stage": "runs", "kind": "gain", "value": value, "threshold": 0.03 if value > 0 else 0.0,
+    # rise; 0.030 is past 0.03 but not by the margin (0.03 x 1.25 = 0.0375); -0.007 is below 0 outright (version
+    # 3.1's gate has its own kind; version 3.0's records gave it kind "gain", told apart by name)
+    for name, kind, value, said in (
+            ("base seq: held-out accuracy, mean over seeds, minus the initial policy's (a gain)", "gain", 0.030,
+             "pilot, held-out gain 0.030 not past 0.03 by the margin"),
+            ("base seq: training reward (accuracy on 400 fixed training problems), trained minus initial, mean over "
+             "seeds (a rise)", "training-reward rise", -0.007, "pilot, training-reward rise -0.007 < 0.0"),
+            ("base seq: training reward, last quarter of the generation batches minus the first, mean over seeds (a "
+             "rise)", "gain", -0.007, "pilot, training-reward rise -0.007 < 0.0")):
+        gate = {"name": name, "stage": "runs", "kind": kind, "value": value, "threshold": 0.03 if value > 0 else 0.0,
                 "at_most": False, "passed_with_margin": False}
         assert _failed_gate({**entry, "pilot": {**entry["pilot"], "gates": [gate]}}) == said
     # a tested row: a t-test's mean and 95% interval; an equivalence test's mean, 90% interval and margin
@@ -751,8 +769,9 @@ def test_lab_cli_tiny_pilot_run_report_and_resume(tmp_path):
     t1, t5 = summary["takeaways"]
     # 2 steps may not gain 0.03 held-out accuracy: then T1 is untestable (gain), its effects shown untested
     assert t1["verdict"] in ("inconclusive", "reproduced", "not reproduced") or t1["reads"].startswith(
-        "untestable (gain)")
-    assert len(t1["per_seed"]) == 2 and [g["kind"] for g in t1["gates"]] == ["the audit"] * 3 + ["gain"] * 8
+        ("untestable (gain", "untestable (training-reward rise"))
+    assert len(t1["per_seed"]) == 2 and [g["kind"] for g in t1["gates"]] == ["the audit"] * 3 + [
+        "gain", "training-reward rise"] * 4
     assert t5["reads"].startswith("untestable (negative pilot: the connective's credit): ")
     assert summary["family_size"] == 1 and summary["seeds_override"] == 2  # T1 registered, T5 not
     assert summary["tested"] == (1 if t1["verdict"] != "untestable" else 0)

@@ -134,11 +134,11 @@ def test_matched_excess_by_hand():
 # Gates: gain, the pilot's margin, power
 ################
 def _runs(values: dict[str, list[float]], key="acc", rises: dict[str, list[float]] | None = None) -> dict:
-    """{seed: {label: {"eval": {key: value}, "train": {"reward_rise": rise}}}} over pilot seeds, from {label: [value
-    per seed]} (and {label: [reward rise per seed]}; 0.1 where not given)."""
+    """{seed: {label: {"eval": {key: value, "train_rise": rise}}}} over pilot seeds, from {label: [value per seed]}
+    (and {label: [training-reward rise per seed]}; 0.1 where not given)."""
     seeds = len(next(iter(values.values())))
     rises = rises or {}
-    return {PILOT_SEED + i: {label: {"eval": {key: v[i]}, "train": {"reward_rise": rises.get(label, [0.1] * seeds)[i]}}
+    return {PILOT_SEED + i: {label: {"eval": {key: v[i], "train_rise": rises.get(label, [0.1] * seeds)[i]}}
                              for label, v in values.items()} for i in range(seeds)}
 
 
@@ -154,14 +154,17 @@ def test_gained_is_signed_and_the_gain_gates():
     assert gained("on", "scratch", "acc@tight")(evidence) == pytest.approx(-0.05)
     assert abs(gained("on", "scratch", "acc@tight")(evidence)) >= GAIN  # what an absolute gate would have read
     assert reward_rise("off")(evidence) == pytest.approx(0.09) and reward_rise("on")(evidence) == pytest.approx(-0.02)
-    # T7's gain gates: two per arm, both of kind "gain" at the runs stage: the held-out gain (>= GAIN = 0.03) and the
-    # training reward's rise (>= REWARD_RISE = 0.0)
-    gates = [g for g in EXPERIMENTS["7"].gates if g.kind == "gain"]
+    # T7's gain gates: two per arm at the runs stage: the held-out gain (kind "gain", >= GAIN = 0.03) and the training
+    # reward's rise (kind "training-reward rise", >= REWARD_RISE = 0.0: on fixed training problems, version 3.1)
+    gates = [g for g in EXPERIMENTS["7"].gates if g.kind in ("gain", "training-reward rise")]
+    assert [g.kind for g in gates] == ["gain", "training-reward rise"] * 2
     assert GAIN == 0.03 and REWARD_RISE == 0.0
     assert [(g.stage, g.threshold, g.at_most) for g in gates] == [("runs", GAIN, False),
                                                                   ("runs", REWARD_RISE, False)] * 2
     assert [g.name.split(": ")[0] for g in gates] == ["off", "off", "on", "on"]
     assert "(a gain)" in gates[0].name and "(a rise)" in gates[1].name
+    assert gates[1].name == ("off: training reward (accuracy on 400 fixed training problems), trained minus initial, "
+                             "mean over seeds (a rise)")
     values = [g.value(evidence) for g in gates]
     assert values == pytest.approx([0.08, 0.09, -0.05, -0.02])
     # off: +0.08 >= 0.03 and +0.09 >= 0.0 pass; on: -0.05 < 0.03 and -0.02 < 0.0 fail
@@ -171,20 +174,21 @@ def test_gained_is_signed_and_the_gain_gates():
     assert gates[2].value(evidence) == pytest.approx(0.01 / 3) and not gates[2].passes(gates[2].value(evidence))
     # every reward rise 0.1 (the helper's default): mean 0.1 >= 0.0 passes; a rise of exactly 0 passes too (>=)
     assert gates[3].value(evidence) == pytest.approx(0.1) and gates[3].passes(0.1) and gates[3].passes(0.0)
-    # a run without 4 logged generation batches has no rise (NaN): the mean leaves it out; none at all fails
+    # a run without a measured rise (NaN) is left out of the mean; none at all fails
     evidence["runs"] = _runs({"off": [0.50, 0.56, 0.53], "on": [0.46, 0.44, 0.46]}, "acc@tight",
                              rises={"on": [float("nan"), 0.04, 0.02]})
     assert gates[3].value(evidence) == pytest.approx(0.03)  # (0.04 + 0.02) / 2
     evidence["runs"] = _runs({"off": [0.5], "on": [0.5]}, "acc@tight", rises={"on": [float("nan")]})
     assert math.isnan(gates[3].value(evidence)) and not gates[3].passes(gates[3].value(evidence))
-    # the gates for the labels asked for, with their own amount and wording: still two per arm, kind "gain"
+    # the gates for the labels asked for, with their own amount and wording: still two per arm
     only = gain_gates(EXPERIMENTS["7"].arms, "acc@tight", amount=0.05, what="accuracy at 28", labels=("on",))
     assert [(g.name.split(": ")[0], g.threshold, g.kind, g.stage) for g in only] == [
-        ("on", 0.05, "gain", "runs"), ("on", REWARD_RISE, "gain", "runs")]
+        ("on", 0.05, "gain", "runs"), ("on", REWARD_RISE, "training-reward rise", "runs")]
     assert only[0].name.startswith("on: accuracy at 28, mean over seeds")
     # the default: every arm, held-out accuracy, GAIN
     every = gain_gates(EXPERIMENTS["7"].arms)
-    assert len(every) == 2 * len(EXPERIMENTS["7"].arms) and all(g.kind == "gain" for g in every)
+    assert len(every) == 2 * len(EXPERIMENTS["7"].arms)
+    assert [g.kind for g in every] == ["gain", "training-reward rise"] * len(EXPERIMENTS["7"].arms)
     assert [g.threshold for g in every] == [GAIN, REWARD_RISE, GAIN, REWARD_RISE]
 
 
@@ -241,7 +245,7 @@ def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
     assert {label: design.gained(label, "carry")(evidence) for label in ("lite_ppo", "grpo", "dapo")} == \
         pytest.approx({"lite_ppo": 0.07, "grpo": -0.03, "dapo": 0.02})
     gains = {g.name.split(":")[0]: g for g in e.gates if g.kind == "gain" and g.name.endswith("(a gain)")}
-    rises = {g.name.split(":")[0]: g for g in e.gates if g.kind == "gain" and g.name.endswith("(a rise)")}
+    rises = {g.name.split(":")[0]: g for g in e.gates if g.kind == "training-reward rise"}
     assert list(gains) == list(rises) == ["lite_ppo", "grpo", "dapo"]
     assert {g.threshold for g in gains.values()} == {design.GAIN} and {g.stage for g in gains.values()} == {"runs"}
     values = {label: gate.value(evidence) for label, gate in gains.items()}
@@ -256,7 +260,7 @@ def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
     # the power gates' denominator: the arms' mean gain (0.07 - 0.03 + 0.02) / 3 = 0.02 (signed: grpo's fall counts
     # against it)
     assert mean_gain(("lite_ppo", "grpo", "dapo"), {k: "carry" for k in e.arms})(evidence) == pytest.approx(0.02)
-    # sixteen seeds, at least the ten with which an exact sign-flip test can pass Holm's first step in the family of
+    # sixteen seeds, at least the ten with which an exact sign test can pass Holm's first step in the family of
     # every designed test (16: 2 / 2^10 = 0.00195 < 0.05 / 16 = 0.003125 <= 2 / 2^9 = 0.0039)
     assert e.seeds == headline.SEEDS == 16 and seeds_needed(family_size()) == 10 <= e.seeds
 
@@ -268,20 +272,21 @@ def test_every_experiment_checks_that_training_moved_each_arm():
         experiment = EXPERIMENTS[name]
         if experiment.id == "T8":
             continue  # its own two, below
-        gates = [g for g in experiment.gates if g.kind == "gain"]
+        gates = [g for g in experiment.gates if g.kind in ("gain", "training-reward rise")]
         assert gates and all(g.stage == "runs" and not g.at_most for g in gates), experiment.id
         assert len(gates) == 2 * len(experiment.arms), experiment.id
         for label in experiment.arms:
             mine = [g for g in gates if g.name.startswith(f"{label}: ")]
             assert [g.threshold for g in mine] == [GAIN, REWARD_RISE], (experiment.id, label)
+            assert [g.kind for g in mine] == ["gain", "training-reward rise"], (experiment.id, label)
             assert [g.name.endswith(suffix) for g, suffix in zip(mine, ("(a gain)", "(a rise)"))] == [True, True]
         assert not [g for g in experiment.gates if g.kind == "movement"], experiment.id
     # T8: two hand-made gates of kind "movement", built with the signed `gained`: the off arm must gain at least twice
     # the no-gain margin (2 * 0.03 = 0.06), the on arm GAIN; no reward-rise gate
     t8 = EXPERIMENTS["8"]
     movement = [g for g in t8.gates if g.kind == "movement"]
-    assert [g.threshold for g in movement] == pytest.approx([0.06, GAIN]) and not [g for g in t8.gates
-                                                                                  if g.kind == "gain"]
+    assert [g.threshold for g in movement] == pytest.approx([0.06, GAIN]) and not [
+        g for g in t8.gates if g.kind in ("gain", "training-reward rise")]
     assert [g.name.split(": ")[0] for g in movement] == ["off", "on"] and {g.stage for g in movement} == {"runs"}
     # signed: off fell from 0.40 to (0.33 + 0.35 + 0.31) / 3 = 0.33 at 124 tokens -> -0.07, which |-0.07| >= 0.06
     # would pass; on rose to (0.45 + 0.43 + 0.44) / 3 = 0.44 -> +0.04 >= 0.03
@@ -317,8 +322,9 @@ def test_power_ratio_by_hand():
     # mean 0.02, sd = sqrt((0.02^2 + 0.02^2 + 0) / 2) = 0.02
     # gain: group/none mean 0.62 - initial 0.5 = 0.12, group/group 0.60 - 0.5 = 0.10 -> mean (0.12 + 0.10) / 2 = 0.11
     # registered seeds 16 (here: the evidence says how many), family 16 (every designed primary test):
-    # detectable_effect(0.02, 16, 16) / 0.11; a sign-flip test on 16 seeds reaches 2 / 2^16 < 0.05 / 16, so that is the
-    # t-test's mde(0.02, 16, 16)
+    # detectable_effect(0.02, 16, 16) / 0.11. The sign test on 16 seeds at 0.05 / 16 = 0.003125 needs 15 on one side
+    # (2 x 17 / 65536 = 0.00052; 14 gives 2 x 137 / 65536 = 0.0042): power q^16 + 16 q^15 (1 - q) = 0.8 at a win
+    # probability q = 0.94817, the normal quantile 1.62736: 0.02 x 1.62736 = 0.032547
     # every designed primary test: 1 + 1 + 3 (T1-T3) + 2 + 2 (T4, clip scaling) + 1 + 1 + 1 + 2 (T5-T8) + 2 (the
     # headline) = 16
     assert family_size() == 16
@@ -331,17 +337,21 @@ def test_power_ratio_by_hand():
                 "initial": {"carry": {"acc": 0.5}}, "registered_seeds": 16, "family": 16}
     (power,) = [g for g in t2.gates if g.kind == "power"]
     assert (power.stage, power.threshold, power.at_most) == ("pilot", 0.5, True)
-    expected = mde(0.02, 16, 16) / 0.11  # 0.02 x 1.1132 = 0.02226; / 0.11 = 0.2024
-    assert detectable_effect(0.02, 16, 16) == mde(0.02, 16, 16)
+    q = 0.9481698258
+    assert q ** 16 + 16 * q ** 15 * (1 - q) == pytest.approx(0.8, abs=1e-9)
+    assert detectable_effect(0.02, 16, 16) == pytest.approx(0.032547, abs=1e-6)
+    assert detectable_effect(0.02, 16, 16) > mde(0.02, 16, 16)  # a sign test reads only signs
+    expected = detectable_effect(0.02, 16, 16) / 0.11  # 0.032547 / 0.11 = 0.2959
     assert power.value(evidence) == pytest.approx(expected, rel=1e-9)
-    assert power.value(evidence) == pytest.approx(0.2024, abs=1e-4) and power.passes(power.value(evidence),
+    assert power.value(evidence) == pytest.approx(0.2959, abs=1e-4) and power.passes(power.value(evidence),
                                                                                        PILOT_MARGIN)  # <= 0.375
-    # the same with a gain given directly: 0.02226 / 0.05 = 0.445 > 0.375 (passes 0.5, not with the margin)
+    # the same with a gain given directly: 0.032547 / 0.075 = 0.434 > 0.375 (passes 0.5, not with the margin)
     primary = t2.primaries[0]
-    direct = power_ratio(primary, lambda e: 0.05)(evidence)
-    assert direct == pytest.approx(mde(0.02, 16, 16) / 0.05, rel=1e-9) and direct == pytest.approx(0.4453, abs=1e-4)
+    direct = power_ratio(primary, lambda e: 0.075)(evidence)
+    assert direct == pytest.approx(detectable_effect(0.02, 16, 16) / 0.075, rel=1e-9)
+    assert direct == pytest.approx(0.4340, abs=1e-4)
     assert power.passes(direct) and not power.passes(direct, PILOT_MARGIN)
-    # 8 registered seeds in the family of 16: a sign-flip test's smallest p, 2 / 2^8 = 0.0078, is not below
+    # 8 registered seeds in the family of 16: a sign test's smallest p, 2 / 2^8 = 0.0078, is not below
     # 0.05 / 16 = 0.003125, so no effect is detectable: the ratio is infinite and the gate fails
     eight = {**evidence, "registered_seeds": 8}
     assert power.value(eight) == math.inf and not power.passes(power.value(eight))

@@ -96,7 +96,8 @@ def figure(entry: dict, output_dir: str) -> str | None:
 
 def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
     """Per arm of an experiment that ran, means over its seeds (descriptive, no test): held-out accuracy and the
-    initial policy's, the training reward over the first and the last quarter of the generation batches (the trainer
+    initial policy's, the training reward on the fixed training problems after and before training (version 3.1's
+    gate), the training reward over the first and the last quarter of the generation batches (the trainer
     logs it once per batch), the mean |advantage|, the mean gradient norm and the weight distance from the initial
     policy (how far each arm moved: `measure.update_size`). What training did to each arm, next to the verdict. Empty
     for an experiment never run."""
@@ -119,6 +120,8 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
             "initial_acc": runs[0]["initial"].get("acc", math.nan),
             "train_reward_first_quarter": mean([mean(r[:max(1, len(r) // 4)]) for r in rewards]),
             "train_reward_last_quarter": mean([mean(r[-max(1, len(r) // 4):]) for r in rewards]),
+            "train_acc_initial": mean([run["eval"].get("train_acc_initial", math.nan) for run in runs]),
+            "train_acc": mean([run["eval"].get("train_acc", math.nan) for run in runs]),
             "update_norm": mean([run["eval"].get("update_norm", math.nan) for run in runs]),
             "abs_adv_mean": mean([run["train"]["abs_adv_mean"] for run in runs]),
             "grad_norm_mean": mean([run["train"]["grad_norm_mean"] for run in runs]),
@@ -228,10 +231,12 @@ def markdown(summary: dict) -> str:
                       for key, d in e["details"].items()]
         if e.get("arm_summary"):
             lines += ["", "What training did to each arm (descriptive: means over seeds):", "",
-                      "| arm | held-out accuracy (initial) | training reward, first / last quarter of the generation "
-                      "batches | mean abs(A) | mean gradient norm | weight distance from the initial policy |",
-                      "|---|---|---|---|---|---|"]
+                      "| arm | held-out accuracy (initial) | training reward on the fixed training problems "
+                      "(initial) | training reward, first / last quarter of the generation batches | mean abs(A) | "
+                      "mean gradient norm | weight distance from the initial policy |",
+                      "|---|---|---|---|---|---|---|"]
             lines += [f"| {label} | {_f(d['held_out_acc'], 4, False)} ({_f(d['initial_acc'], 4, False)}) | "
+                      f"{_f(d.get('train_acc'), 4, False)} ({_f(d.get('train_acc_initial'), 4, False)}) | "
                       f"{_f(d.get('train_reward_first_quarter'), 3, False)} / "
                       f"{_f(d.get('train_reward_last_quarter'), 3, False)} | {_f(d['abs_adv_mean'], 3, False)} | "
                       f"{_f(d['grad_norm_mean'], 3, False)} | {_f(d.get('update_norm'), 3, False)} |"

@@ -95,9 +95,9 @@ register("8", Experiment(
                 lambda e: min(runs["on"]["eval"]["truncated_n@long"] for runs in e["runs"].values()), 20,
                 stage="runs", kind="truncations to measure"),
            Gate(f"off: held-out accuracy at {LONG} tokens moved from the initial policy's (at least twice the margin)",
-                gained("off", "verbose", "acc@long"), 2 * NO_GAIN, stage="runs", kind="gain"),
+                gained("off", "verbose", "acc@long"), 2 * NO_GAIN, stage="runs", kind="movement"),
            Gate(f"on: held-out accuracy at {LONG} tokens moved from the initial policy's",
-                gained("on", "verbose", "acc@long"), GAIN, stage="runs", kind="gain")),
+                gained("on", "verbose", "acc@long"), GAIN, stage="runs", kind="movement")),
     details={
         f"truncated share at {LONG} tokens, on": one_arm("on", held_out("trunc_share@long")),
         f"truncated share at {LONG} tokens, off": one_arm("off", held_out("trunc_share@long")),
