@@ -100,8 +100,9 @@ def test_reanalysis_rows_by_hand():
     result = resampling.reanalysis(summary, draws=2_000)
     rows = {r["name"]: r for r in result["tests"]}
     assert list(rows) == ["up", "down", "tied"] and result["family_size"] == 6 and result["alpha"] == 0.05
-    keys = {"name", "n", "mean", "zeroed", "t_p", "t_adjusted_p", "t_verdict", "sign_flip_p", "sign_flip_adjusted_p",
-            "sign_flip_verdict", "smallest_p", "can_reject", "null_rate_t", "null_rate_sign-flip"}
+    keys = {"name", "n", "mean", "median", "positive", "negative", "zeroed", "t_p", "t_adjusted_p", "t_verdict",
+            "sign_flip_p", "sign_flip_adjusted_p", "sign_flip_verdict", "sign_p", "sign_adjusted_p", "sign_verdict",
+            "smallest_p", "can_reject", "null_rate_t", "null_rate_sign-flip", "null_rate_sign", "null_rate_sign-mean"}
     assert all(set(r) == keys for r in rows.values())
     up, down, tied = rows["up"], rows["down"], rows["tied"]
     assert (up["n"], down["n"], tied["n"]) == (10, 6, 4) and (up["zeroed"], down["zeroed"], tied["zeroed"]) == (0, 0, 2)
@@ -109,6 +110,12 @@ def test_reanalysis_rows_by_hand():
     assert tied["mean"] == pytest.approx(0.0025)  # (0 + 0 + 0.02 - 0.01) / 4
     # both tests recomputed from the per-seed effects (the summary's own p_value, 0.5, is not read)
     assert up["sign_flip_p"] == 2 / 1024 and down["sign_flip_p"] == 2 / 64 and tied["sign_flip_p"] == 1.0
+    # the sign test (version 3.1's): 10 of 10 positive, 2 / 1024; 6 of 6 negative, 2 / 64; tied: the two zeros left
+    # out, 1 positive and 1 negative: 2 x P(Binomial(2, 1/2) <= 1) > 1 -> 1.0. Medians 0.055, -0.035, 0.0
+    assert (up["sign_p"], down["sign_p"], tied["sign_p"]) == (2 / 1024, 2 / 64, 1.0)
+    assert (up["median"], down["median"], tied["median"]) == pytest.approx((0.055, -0.035, 0.0))
+    assert (tied["positive"], tied["negative"]) == (1, 1)
+    assert [r["sign_verdict"] for r in (up, down, tied)] == ["reproduced", "inconclusive", "inconclusive"]
     for r, per_seed in ((up, [0.01 * k for k in range(1, 11)]), (down, [-0.01 * k for k in range(1, 7)]),
                         (tied, [0.0, 0.0, 0.02, -0.01])):
         assert r["t_p"] == t_test(r["name"], per_seed).p_value
@@ -131,14 +138,40 @@ def test_reanalysis_rows_by_hand():
     assert [r["can_reject"] for r in (up, down, tied)] == [True, False, False] and result["seeds_needed"] == 8
     # a test that cannot reject never gives a wrong verdict under the resampled null
     assert down["null_rate_sign-flip"] == tied["null_rate_sign-flip"] == 0.0
-    # the page: one row per directional test, both p-values and verdicts
+    # the page: one row per directional test, the three tests' p-values and verdicts
     page = resampling.markdown(result, "synthetic.json")
-    assert "| down | 6 | -0.0350 | 0 | 0.0059 | not reproduced | 0.0312 | 0.0312 | 0.1562 | inconclusive |" in page
-    assert "| up | 10 | +0.0550 | 0 | 0.0003 | reproduced | 0.0020 | 0.0020 | 0.0117 | reproduced |" in page
+    assert ("| down | 6 | -0.0350 | -0.0350 | 0 / 6 | 0 | 0.0059 | 0.0312 | 0.0312 | 0.0312 | 0.1562 | inconclusive | "
+            "not reproduced | inconclusive |") in page
+    assert ("| up | 10 | +0.0550 | +0.0550 | 10 / 0 | 0 | 0.0003 | 0.0020 | 0.0020 | 0.0020 | 0.0117 | reproduced | "
+            "reproduced | reproduced |") in page
     assert "Here 2 of the 3 directional tests have fewer (down, tied)" in page
     # no directional test at all: no rows, no wrong verdict
     empty = resampling.reanalysis(_summary(2, [summary["takeaways"][0]["tests"][2]]), draws=100)
-    assert empty["tests"] == [] and empty["null_rate"] == {"t": 0.0, "sign-flip": 0.0}
+    assert empty["tests"] == [] and empty["null_rate"] == {"t": 0.0, "sign-flip": 0.0, "sign": 0.0, "sign-mean": 0.0}
+
+
+def test_the_sign_test_holds_its_level_under_a_skewed_resampled_null():
+    # the headline's GRPO contrast as version 3.0 ran it (`lab/results/v3.0/summary.json`): 16 seeds, one far above the
+    # others (seed 6, where GRPO fell to 0.402).
+    # Centred on the mean, most resamples miss that seed (36% of them hold it not at all) and the rest lie on one
+    # side: a test of the mean says "effect" in about a fifth of labs. Centred on the median (the sign test's null),
+    # each resampled seed is positive with probability 8 / 16 = 1/2 exactly (no two effects tie at the median), so
+    # the sign test's rate is the binomial one: P(at least 13 of 16 on one side) = 2 x 697 / 65536 = 0.0213 at the
+    # level 0.05 / 2 (a family of 2; 12 of 16 gives 2 x 2517 / 65536 = 0.0768)
+    effects = [0.00425, -0.03025, -0.01425, -0.006, 0.006, -0.013, 0.1495, 0.00125, -0.006, 0.01425, -0.01475, 0.022,
+               0.00075, 0.01725, 0.00225, -0.02675]
+    # 9 positive, 7 negative; the median (0.00075 + 0.00125) / 2 = 0.001 splits them 8 / 8
+    assert len(effects) == 16 and sum(v > 0 for v in effects) == 9 and np.median(effects) == pytest.approx(0.001)
+    median_rate = null_rate([effects], family_size=2, test="sign", draws=40_000)
+    mean_rate = null_rate([effects], family_size=2, test="sign-flip", draws=40_000)
+    # binomial standard error at 40,000 draws: sqrt(0.0213 x 0.9787 / 40000) = 0.00072
+    assert median_rate == pytest.approx(2 * 697 / 65536, abs=4 * 0.00072)
+    assert mean_rate > 0.1 > 0.05 > median_rate
+    # the vectorised sign test is `stats.sign_test`, row by row
+    from trl_lite_lab.stats import sign_test
+
+    rows = np.random.default_rng(3).choice([-0.02, -1e-13, 0.0, 0.01, 0.03], size=(200, 7))
+    assert resampling._sign_p(rows) == pytest.approx([sign_test(r) if np.ptp(r) > 0 else 1.0 for r in rows], abs=1e-15)
 
 
 def test_a_far_off_seed_makes_the_resampled_null_rate_under_either_test():
@@ -179,4 +212,4 @@ def test_committed_page_is_what_the_command_writes(tmp_path):
         for key, value in then.items():
             assert now[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value), (
                 then["name"], key)
-        assert {"t_adjusted_p", "t_verdict", "sign_flip_adjusted_p", "sign_flip_verdict"} <= set(now)
+        assert {"t_adjusted_p", "t_verdict", "sign_flip_adjusted_p", "sign_flip_verdict", "sign_p", "sign_verdict"} <= set(now)

@@ -1,22 +1,25 @@
 """Tests whose error rate does not rest on normality at the lab's seed counts, and a family's wrong-direction rate
 under a null resampled from its own observed effects (issue 38: the lab's version 3 statistics).
 
-The lab's verdicts (`trl_lite_lab.stats`) use one-sample t-tests on 6-31 per-seed paired effects. Their error rate
-holds when the effects are normal; at 6 seeds with one outlying seed it need not. This module measures that, and
-offers the test that does not need normality:
+Version 2's verdicts used one-sample t-tests on 6-31 per-seed paired effects; their error rate holds when the effects
+are normal, and at 6 seeds with one outlying seed it need not. Version 3.0 decided with the exact sign-flip test of the
+mean; version 3.1 decides with the exact sign test of the median (`stats.paired_test`). This module measures all three:
 
 - [`near_ties`]: an effect within float noise of zero (`NOISE`) is zero. An effect of -2.8e-17 is a rounding of 0, and
   a t-test on effects one float step apart gives p near 1e-80.
-- [`sign_flip`]: the exact two-sided sign-flip permutation test of mean == 0 (every one of the 2^n sign patterns up to
-  `EXACT_SEEDS` seeds; beyond, `draws` random patterns with the +1 correction, still a valid test). Under a null whose
-  per-seed effects are symmetric about 0 its error rate is at most its level at any n, whatever their shape.
-- [`smallest_p`]: the smallest p-value a sign-flip test on n seeds can give, 2 / 2^n. Holm's first step needs
+- [`sign_flip`]: the exact two-sided sign-flip permutation test of mean == 0 (version 3.0's). Exact when the per-seed
+  effects are symmetric about 0 under the null.
+- `stats.sign_test`: the exact two-sided sign test of median == 0 (version 3.1's): exact whenever each seed is as
+  likely to fall on either side of 0, whatever the effects' shape.
+- [`smallest_p`]: the smallest p-value either test on n seeds can give, 2 / 2^n. Holm's first step needs
   p < alpha / m, so a family of m tests needs n > log2(2m / alpha) seeds per test before any verdict is possible
   ([`seeds_needed`]: 10 tests at alpha 0.05 need 9).
 - [`null_rate`]: the chance that a family of tests gives at least one directional verdict ("reproduced" or "not
   reproduced") when no effect is real, each test's seeds drawn with replacement from its own centred effects (the
-  observed shape, outliers included, with mean 0). With Holm that happens exactly when the smallest p-value is below
-  alpha / m (m: the family's size, equivalence tests and untested experiments included).
+  observed shape, outliers included). Centred on what the test is about: the mean for the t-test and the sign-flip
+  test, the median for the sign test (a null of "no effect" is the test's own null: a mean of 0, or a median of 0).
+  With Holm a directional verdict happens exactly when the smallest p-value is below alpha / m (m: the family's size,
+  equivalence tests and untested experiments included).
 
 `trl-lite-lab null` applies these to a committed `summary.json` and writes what they give (`lab/results/null.md`).
 """
@@ -54,7 +57,23 @@ def _t_p(samples: np.ndarray) -> np.ndarray:
     return p
 
 
-TESTS = ("t", "sign-flip")
+def _sign_p(samples: np.ndarray) -> np.ndarray:
+    """Two-sided sign-test p-values of the rows of `samples` (as `stats.sign_test`: near-ties left out; p = 1 when
+    every seed is a tie or every value is the same, as `stats.paired_test`)."""
+    from scipy import stats
+
+    positive = (samples >= NOISE).sum(axis=1)
+    negative = (samples <= -NOISE).sum(axis=1)
+    n = positive + negative
+    p = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(positive, negative), np.maximum(n, 1), 0.5))
+    p[n == 0] = 1.0
+    p[np.ptp(samples, axis=1) == 0.0] = 1.0  # no spread: a constant effect is not evidence
+    return p
+
+
+# the sign test (version 3.1's) is centred on the median, the others on the mean; "sign-mean" is the sign test on the
+# mean-centred null, for comparison (there the median is not 0, so a verdict in its direction is right about the median)
+TESTS = ("t", "sign-flip", "sign", "sign-mean")
 
 
 def null_rate(effects: list, family_size: int, test: str = "t", draws: int = 20_000, seed: int = 0,
@@ -70,7 +89,8 @@ def null_rate(effects: list, family_size: int, test: str = "t", draws: int = 20_
         family_size (`int`):
             The Holm family's size m: these tests, the equivalence tests and the untested experiments' (p = 1).
         test (`str`, *optional*, defaults to `"t"`):
-            `"t"` (the lab's t-test) or `"sign-flip"`.
+            `"t"` (version 2's t-test), `"sign-flip"` (version 3.0's), `"sign"` (version 3.1's sign test, whose
+            null is centred on the median) or `"sign-mean"` (the sign test on the mean-centred null).
         draws (`int`, *optional*, defaults to `20_000`):
             Simulated labs.
         seed (`int`, *optional*, defaults to `0`):
@@ -84,7 +104,7 @@ def null_rate(effects: list, family_size: int, test: str = "t", draws: int = 20_
     Returns:
         `float`: the share of simulated labs in which the smallest p-value is below alpha / family_size, which is when
         Holm makes at least one directional verdict. Each simulated lab draws every test's seeds (as many as it had)
-        with replacement from that test's effects minus their mean.
+        with replacement from that test's effects minus their mean (their median for `"sign"`).
     """
     if family_size < len(effects) or family_size < 1:
         raise ValueError(f"family_size must be at least the number of tests ({len(effects)}); got {family_size}")
@@ -108,10 +128,12 @@ def _null_p(effects: list, test: str, draws: int, seed: int, sign_draws: int) ->
     rows = []
     for i, per_seed in enumerate(effects):
         values = near_ties(per_seed)
-        centred = values - values.mean()
+        centred = values - (np.median(values) if test == "sign" else values.mean())
         samples = rng.choice(centred, size=(draws, len(values)), replace=True)
         if test == "t":
             p = _t_p(samples)
+        elif test in ("sign", "sign-mean"):
+            p = _sign_p(samples)
         else:
             exact = len(values) <= EXACT_SEEDS
             p = _sign_flip_p(samples, _patterns(len(values), sign_draws, seed + 1 + i), exact)
@@ -121,9 +143,10 @@ def _null_p(effects: list, test: str, draws: int, seed: int, sign_draws: int) ->
 
 def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
     """What these statistics say about a `summary.json` (as `trl-lite-lab report` writes it): per directional test,
-    its effects with near-ties zeroed, its t-test and sign-flip p-values, each Holm-adjusted over the family with its
-    verdict (`stats.verdict`); and the family's resampled-null rate under each test."""
-    from .stats import direction, holm, paired_test, t_test
+    its effects with near-ties zeroed, its t-test, sign-flip and sign-test p-values, each Holm-adjusted over the family
+    with its verdict (`stats.direction`: on the mean for the first two, the median for the sign test); and the
+    family's resampled-null rate under each test."""
+    from .stats import direction, holm, sign_test, t_test
 
     m = summary["family_size"]
     alpha = summary.get("alpha", ALPHA)
@@ -134,17 +157,21 @@ def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
                 continue
             values = near_ties(test["per_seed"])
             effects.append(values.tolist())
+            spread = bool(np.ptp(values) > 0.0)
             rows.append({"name": test["name"], "n": len(values), "mean": float(values.mean()),
+                         "median": float(np.median(values)), "positive": int((values > 0).sum()),
+                         "negative": int((values < 0).sum()),
                          "zeroed": int(np.sum((values == 0.0) & (np.asarray(test["per_seed"]) != 0.0))),
                          "t_p": t_test(test["name"], values.tolist()).p_value,
-                         "sign_flip_p": paired_test(test["name"], values.tolist()).p_value,
+                         "sign_flip_p": sign_flip(values) if spread else 1.0,
+                         "sign_p": sign_test(values) if spread else 1.0,
                          "smallest_p": smallest_p(len(values))})
     padding = {f"\0other {i}": 1.0 for i in range(m - len(rows))}
-    for kind in ("t", "sign_flip"):
+    for kind, center in (("t", "mean"), ("sign_flip", "mean"), ("sign", "median")):
         adjusted = holm({**{r["name"]: r[f"{kind}_p"] for r in rows}, **padding})
         for r in rows:
             r[f"{kind}_adjusted_p"] = adjusted[r["name"]]
-            r[f"{kind}_verdict"] = direction(r["mean"], adjusted[r["name"]], alpha)
+            r[f"{kind}_verdict"] = direction(r[center], adjusted[r["name"]], alpha)
     for r in rows:
         r["can_reject"] = r["smallest_p"] < alpha / m
     family = {}
@@ -171,37 +198,48 @@ def markdown(result: dict, source: str) -> str:
         f"Read from `{source}` by `trl_lite_lab/resampling.py`; written by "
         f"`trl-lite-lab null --summary {source} --draws {result['draws']} --seed {result['seed']}`. The family: "
         f"{m} tests at alpha {alpha} (Holm); {len(result['tests'])} directional, the rest equivalence tests or "
-        f"untested (p = 1).", "",
+        f"untested (p = 1). The verdicts' test (version 3.1) is the exact sign test of the median; version 3.0's "
+        "sign-flip test of the mean and version 2's t-test are shown beside it.", "",
         "## Each directional test", "",
-        "| test | seeds | mean effect | effects zeroed (within 1e-12 of 0) | t-test p (raw) | its verdict | "
-        "sign-flip p (exact) | smallest possible | sign-flip, Holm-adjusted | its verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+        "| test | seeds | mean effect | median | seeds positive / negative | effects zeroed (within 1e-12 of 0) | "
+        "t-test p (raw) | sign-flip p (raw) | sign test p (raw) | smallest possible | sign test, Holm-adjusted | "
+        "its verdict | t-test's verdict | sign-flip's verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["tests"]:
-        lines.append(f"| {r['name']} | {r['n']} | {r['mean']:+.4f} | {r['zeroed']} | {r['t_p']:.4f} | "
-                     f"{r['t_verdict']} | {r['sign_flip_p']:.4f} | {r['smallest_p']:.4f} | "
-                     f"{r['sign_flip_adjusted_p']:.4f} | {r['sign_flip_verdict']} |")
+        lines.append(f"| {r['name']} | {r['n']} | {r['mean']:+.4f} | {r['median']:+.4f} | {r['positive']} / "
+                     f"{r['negative']} | {r['zeroed']} | {r['t_p']:.4f} | {r['sign_flip_p']:.4f} | {r['sign_p']:.4f} | "
+                     f"{r['smallest_p']:.4f} | {r['sign_adjusted_p']:.4f} | {r['sign_verdict']} | {r['t_verdict']} | "
+                     f"{r['sign_flip_verdict']} |")
     cannot = [r["name"] for r in result["tests"] if not r["can_reject"]]
     rate = result["null_rate"]
     lines += [
         "", "## The family's wrong-direction rate under a resampled null", "",
         f"Each of {result['draws']} simulated labs draws every directional test's seeds, as many as it had, with "
-        "replacement from that test's own effects minus their mean (the observed shape, outliers included, no real "
-        f"effect); a wrong verdict is any directional one (Holm: the smallest p-value below {alpha} / {m}). The goal "
-        f"is at most {alpha:.0%}.", "",
-        "| test | rate of at least one wrong directional verdict per lab |", "|---|---|",
-        f"| t-test (the lab's, version 2) | {rate['t']:.4f} |",
-        f"| sign-flip (exact) | {rate['sign-flip']:.4f} |", "",
+        "replacement from that test's own effects, centred so that no effect is real (the observed shape, outliers "
+        "included); a wrong verdict is any directional one (Holm: the smallest p-value below "
+        f"{alpha} / {m}). Each test is centred on what it tests: the t-test and the sign-flip test on the mean, the "
+        f"sign test on the median. The goal is at most {alpha:.0%}.", "",
+        "| test | centred on | rate of at least one wrong directional verdict per lab |", "|---|---|---|",
+        f"| sign test (the verdicts', version 3.1) | the median | {rate['sign']:.4f} |",
+        f"| sign-flip (version 3.0) | the mean | {rate['sign-flip']:.4f} |",
+        f"| t-test (version 2) | the mean | {rate['t']:.4f} |",
+        f"| sign test, for comparison | the mean | {rate['sign-mean']:.4f} |", "",
+        "The last row centres the sign test's null on the mean: where the mean and the median differ, its resamples "
+        "have a median off 0, so a verdict in the median's direction there is right about what the sign test tests "
+        "(on which side most seeds fall), and is counted as wrong only because the null is the mean's.", "",
         f"Which tests make it: each one's own rate of a p-value below {alpha} / {m} in the same simulated labs.", "",
-        "| test | seeds | t-test | sign-flip |", "|---|---|---|---|",
-        *[f"| {r['name']} | {r['n']} | {r['null_rate_t']:.4f} | {r['null_rate_sign-flip']:.4f} |"
-          for r in result["tests"]], "",
-        "A sign-flip test is exact when the per-seed effects are symmetric about 0 under the null. This null keeps each "
-        "test's observed shape: where one seed lies far from the others (a skewed sample), many resamples miss it "
-        f"(at n seeds, (1 - 1/n)^n of them: {_missed(result)}); the others, centred off 0, lie mostly on one side, "
-        "which a test of the mean reads as an effect.", "",
-        f"A sign-flip test on n seeds cannot give p below 2 / 2^n, so in a family of {m} it can pass Holm's first "
-        f"step only with at least {result['seeds_needed']} seeds. "
+        "| test | seeds | sign test | sign-flip | t-test |", "|---|---|---|---|---|",
+        *[f"| {r['name']} | {r['n']} | {r['null_rate_sign']:.4f} | {r['null_rate_sign-flip']:.4f} | "
+          f"{r['null_rate_t']:.4f} |" for r in result["tests"]], "",
+        "A test of the mean is exact when the per-seed effects are symmetric about 0 under the null. A null resampled "
+        "from the observed effects keeps their shape: where one seed lies far from the others (a skewed sample), many "
+        f"resamples miss it (at n seeds, (1 - 1/n)^n of them: {_missed(result)}); the others, centred off 0, lie mostly "
+        "on one side, which a test of the mean reads as an effect. The sign test asks only on which side of 0 each "
+        "seed falls; centred on the median, a resampled seed falls on either side with probability 1/2 (exactly, when "
+        "no two effects tie at the median), so its rate stays at or below its level whatever the shape.", "",
+        f"A sign test (or a sign-flip test) on n seeds cannot give p below 2 / 2^n, so in a family of {m} it can pass "
+        f"Holm's first step only with at least {result['seeds_needed']} seeds. "
         + (f"Here {len(cannot)} of the {len(result['tests'])} directional tests have fewer ({', '.join(cannot)}): "
-           "under the sign-flip test they could never give a verdict (their rates above are 0)."
+           "they could never give a verdict (their rates above are 0)."
            if cannot else "Every directional test here has enough."), ""]
     return "\n".join(lines)

@@ -10,6 +10,12 @@ long and short completions differently only where lengths differ: ADD's completi
 stays on SUM-k), at the demo's learning rate, 1e-4, for 192 steps (SUM-k's 2 passes per generation batch), with
 Lite PPO's advantages (group mean, batch std); every arm must gain (`design.gain_gates`); 10 paired seeds, an exact
 sign-flip test, and a power gate as in T1-T3.
+
+Version 3.1, changed 2026-11-27 after version 3.0's negative pilot (`pilots/superseded/v3/T6.json`: gains +0.030
+token-mean and +0.023 seq-mean, under +0.03 with the pilot's margin; the power gate 0.886 > 0.5 at 10 seeds), before
+any registered run: 576 steps (three times as many: more steps and prompts, the same learning rate), 16 seeds (what a
+sign test needs for an effect of 0.024 at the pilot's spread, 0.015), the engine's sign test and fixed-problem
+training-reward gate.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ..design import (
 
 AGGREGATIONS = {"token": "token-mean", "seq": "seq-mean-token-mean"}
 POLICY = "long"
-STEPS, SEEDS = 192, 10
+STEPS, SEEDS = 576, 16
 ARMS = {f"base {agg}": arm("sumk", POLICY, steps=STEPS, loss_aggregation=loss, advantage_mean="group",
                            advantage_std="batch") for agg, loss in AGGREGATIONS.items()}
 PRIMARY = Primary("T6", f"held-out accuracy of the base-like ({POLICY}) policy, token-mean - seq-mean-token-mean",
