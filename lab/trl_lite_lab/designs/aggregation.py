@@ -14,8 +14,9 @@ sign-flip test, and a power gate as in T1-T3.
 Version 3.1, changed 2026-11-27 after version 3.0's negative pilot (`pilots/superseded/v3/T6.json`: gains +0.030
 token-mean and +0.023 seq-mean, under +0.03 with the pilot's margin; the power gate 0.886 > 0.5 at 10 seeds), before
 any registered run: 576 steps (three times as many: more steps and prompts, the same learning rate), 16 seeds (what a
-sign test needs for an effect of 0.024 at the pilot's spread, 0.015), the engine's sign test and fixed-problem
-training-reward gate.
+sign test detects, 0.024 at the pilot's spread of 0.015, so the power gate passes with its margin only if the arms gain
+about 0.065 on average: a guess that three times the steps gives that, to be checked by the pilot), the engine's sign
+test and fixed-problem training-reward gate.
 """
 
 from __future__ import annotations
