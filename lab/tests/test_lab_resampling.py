@@ -100,7 +100,7 @@ def test_reanalysis_rows_by_hand():
     result = resampling.reanalysis(summary, draws=2_000)
     rows = {r["name"]: r for r in result["tests"]}
     assert list(rows) == ["up", "down", "tied"] and result["family_size"] == 6 and result["alpha"] == 0.05
-    keys = {"name", "n", "mean", "median", "positive", "negative", "zeroed", "t_p", "t_adjusted_p", "t_verdict",
+    keys = {"name", "n", "mean", "median", "positive", "negative", "at_median", "zeroed", "t_p", "t_adjusted_p", "t_verdict",
             "sign_flip_p", "sign_flip_adjusted_p", "sign_flip_verdict", "sign_p", "sign_adjusted_p", "sign_verdict",
             "smallest_p", "can_reject", "null_rate_t", "null_rate_sign-flip", "null_rate_sign", "null_rate_sign-mean"}
     assert all(set(r) == keys for r in rows.values())
@@ -115,6 +115,8 @@ def test_reanalysis_rows_by_hand():
     assert (up["sign_p"], down["sign_p"], tied["sign_p"]) == (2 / 1024, 2 / 64, 1.0)
     assert (up["median"], down["median"], tied["median"]) == pytest.approx((0.055, -0.035, 0.0))
     assert (tied["positive"], tied["negative"]) == (1, 1)
+    # seeds at the median: even n with two distinct middle values, none; tied's middle values are both 0: two
+    assert (up["at_median"], down["at_median"], tied["at_median"]) == (0, 0, 2)
     assert [r["sign_verdict"] for r in (up, down, tied)] == ["reproduced", "inconclusive", "inconclusive"]
     for r, per_seed in ((up, [0.01 * k for k in range(1, 11)]), (down, [-0.01 * k for k in range(1, 7)]),
                         (tied, [0.0, 0.0, 0.02, -0.01])):
@@ -140,11 +142,17 @@ def test_reanalysis_rows_by_hand():
     assert down["null_rate_sign-flip"] == tied["null_rate_sign-flip"] == 0.0
     # the page: one row per directional test, the three tests' p-values and verdicts
     page = resampling.markdown(result, "synthetic.json")
-    assert ("| down | 6 | -0.0350 | -0.0350 | 0 / 6 | 0 | 0.0059 | 0.0312 | 0.0312 | 0.0312 | 0.1562 | inconclusive | "
+    assert ("| down | 6 | -0.0350 | -0.0350 | 0 / 6 | 0 | 0 | 0.0059 | 0.0312 | 0.0312 | 0.0312 | 0.1562 | inconclusive | "
             "not reproduced | inconclusive |") in page
-    assert ("| up | 10 | +0.0550 | +0.0550 | 10 / 0 | 0 | 0.0003 | 0.0020 | 0.0020 | 0.0020 | 0.0117 | reproduced | "
+    assert ("| up | 10 | +0.0550 | +0.0550 | 10 / 0 | 0 | 0 | 0.0003 | 0.0020 | 0.0020 | 0.0020 | 0.0117 | reproduced | "
             "reproduced | reproduced |") in page
     assert "Here 2 of the 3 directional tests have fewer (down, tied)" in page
+    # the goal under the metric as fixed (mean-centred), in words from the rates: here the sign-flip and sign tests
+    # on the mean-centred null can reject only through "up"
+    assert resampling._goal({"sign-mean": 0.2, "sign-flip": 0.04, "t": 0.3}, 0.05) == (
+        "Under the metric as fixed, the goal (at most 5% of labs) is met by the sign-flip test.")
+    assert "is not met by any of the three tests" in resampling._goal({"sign-mean": 0.2, "sign-flip": 0.4, "t": 0.3},
+                                                                      0.05)
     # no directional test at all: no rows, no wrong verdict
     empty = resampling.reanalysis(_summary(2, [summary["takeaways"][0]["tests"][2]]), draws=100)
     assert empty["tests"] == [] and empty["null_rate"] == {"t": 0.0, "sign-flip": 0.0, "sign": 0.0, "sign-mean": 0.0}
