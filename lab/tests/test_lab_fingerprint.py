@@ -111,10 +111,11 @@ def test_a_change_to_the_advantage_arithmetic_invalidates_the_results_and_the_re
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
     message = result.stderr
     assert "no longer hold: trl-lite computes otherwise for them than when they were made" in message, message[-3000:]
-    # T1's batch-mean arms normalize by the batch std, its group-std arms do not; T6's arms (token vs sequence
-    # aggregation) and the headline's Lite PPO arm use the default batch std; GRPO's and DAPO's the group's
+    # T1's batch-mean arms normalize by the batch std, its group-std arms do not; the headline's Lite PPO arm uses the
+    # default batch std, GRPO's and DAPO's the group's. T3's negative pilot is named too (its records no longer hold);
+    # T6 has no pilot under its 3.1 definitions, so nothing of it is
     assert "T1: arm add-carry-mostly-hard-mean=batch: " in message
-    assert "T6: arm sumk-long-train-steps=576: " in message
+    assert "T3: arm add-carry-mostly-easy-mean=batch-steps=720: " in message and "T6: " not in message
     assert "headline: arm add-carry-mixed-beta=0.0-epsilon=0.2: " in message
     assert "arm add-carry-mostly-hard-std=group: " not in message  # group std: untouched by the change
     assert "arm add-carry-mixed-std=group-beta=0.0-epsilon=0.2-agg=seq-mean-token-mean: " not in message
