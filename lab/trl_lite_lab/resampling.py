@@ -146,7 +146,7 @@ def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
     its effects with near-ties zeroed, its t-test, sign-flip and sign-test p-values, each Holm-adjusted over the family
     with its verdict (`stats.direction`: on the mean for the first two, the median for the sign test); and the
     family's resampled-null rate under each test."""
-    from .stats import direction, holm, sign_test, t_test
+    from .stats import direction, holm, paired_test, t_test
 
     m = summary["family_size"]
     alpha = summary.get("alpha", ALPHA)
@@ -158,14 +158,15 @@ def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
             values = near_ties(test["per_seed"])
             effects.append(values.tolist())
             spread = bool(np.ptp(values) > 0.0)
+            verdicts_test = paired_test(test["name"], values.tolist())  # the verdicts' own: its p-value and median
             rows.append({"name": test["name"], "n": len(values), "mean": float(values.mean()),
-                         "median": float(np.median(values)), "positive": int((values > 0).sum()),
-                         "at_median": int(np.sum(np.abs(values - np.median(values)) < NOISE)),
+                         "median": verdicts_test.location, "positive": int((values > 0).sum()),
+                         "at_median": int(np.sum(np.abs(values - verdicts_test.location) < NOISE)),
                          "negative": int((values < 0).sum()),
                          "zeroed": int(np.sum((values == 0.0) & (np.asarray(test["per_seed"]) != 0.0))),
                          "t_p": t_test(test["name"], values.tolist()).p_value,
                          "sign_flip_p": sign_flip(values) if spread else 1.0,
-                         "sign_p": sign_test(values) if spread else 1.0,
+                         "sign_p": verdicts_test.p_value,
                          "smallest_p": smallest_p(len(values))})
     padding = {f"\0other {i}": 1.0 for i in range(m - len(rows))}
     for kind, center in (("t", "mean"), ("sign_flip", "mean"), ("sign", "median")):
