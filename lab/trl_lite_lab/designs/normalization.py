@@ -28,7 +28,7 @@ Version 3, fixed 2026-11-27 before any run of it:
   sizes are not matched; each arm's weight distance from the initial policy and its mean gradient norm are reported
   next to the verdict.
 
-Moved here from one module that also registered T1-T3 (2026-11-27 17:20 UTC, version 3.1's second design; the arms,
+Moved here from one module that also registered T1-T3 (2026-11-27 16:59 UTC, version 3.1's second design; the arms,
 mixes, steps and gates are unchanged, so the runs train exactly as before; every hash of T1-T3 changed with the move).
 """
 

@@ -4,7 +4,7 @@ The arms, mixes, steps and gates are `normalization`'s (its docstring has the de
 batch/batch and group/group normalization, each trained on the mostly-easy and the mostly-hard mix; its primary test is
 their held-out accuracy averaged over the two mixes, group/group - batch/batch. 16 paired seeds (16 until version
 3.0's first pilot, then 12, then 16 again from 14:14 UTC: the sign test then needs 15 of 16 seeds on one side).
-Unchanged since version 3.1's first design except for the move into this module (2026-11-27 17:20 UTC).
+Unchanged since version 3.1's first design except for the move into this module (2026-11-27 16:59 UTC).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The arms, mixes, steps and gates are `normalization`'s (its docstring has the design's history). Two arms on the
 mostly-easy mix: group mean without the std against with the group's std. 16 paired seeds. Unchanged since version
-3.1's first design except for the move into this module (2026-11-27 17:20 UTC); its 3.1 pilot failed the power gate
+3.1's first design except for the move into this module (2026-11-27 16:59 UTC); its 3.1 pilot failed the power gate
 (1.279 at 16 seeds: the report estimates 108 seeds), so it is re-piloted with T1 and T3, which share its arms.
 """
 

@@ -4,7 +4,7 @@ The arms, mixes, steps and gates are `normalization`'s (its docstring has the de
 four normalizations, each on the mostly-easy and the mostly-hard mix. "Most robust" = better than each other
 normalization across the two mixes: three pairwise contrasts, reproduced only if all three are.
 
-Changed 2026-11-27 17:20 UTC (version 3.1's second design), after version 3.1's negative pilot
+Changed 2026-11-27 16:59 UTC (version 3.1's second design), after version 3.1's negative pilot
 (`pilots/superseded/v3.1-720/T3.json`, every arm gaining 0.068-0.109 held-out; the power gate 0.460 against
 batch/batch and 0.852 against group/group at 16 seeds), before any registered run:
 
