@@ -242,8 +242,8 @@ def _fake_pilot(out, name, passed=True, sha=None, gates=None, registered_seeds=N
 
 @pytest.fixture
 def t2_at_8_seeds(monkeypatch):
-    """T2 as first designed, at 8 seeds (version 3 registers more: `designs/normalization.py`'s SEEDS): the hand-worked
-    values of the report tests are for 8 seeds (alone in the family, a sign-flip test on 8 seeds reaches
+    """T2 as first designed, at 8 seeds (version 3 registers more: `designs/normalization_t2.py`'s SEEDS): the
+    hand-worked values of the report tests are for 8 seeds (alone in the family, a sign-flip test on 8 seeds reaches
     2 / 2^8 = 0.0078 < 0.05)."""
     import dataclasses
 
@@ -324,7 +324,7 @@ def test_report_verdict_fields_and_holm(tmp_path):
     from trl_lite_lab.designs.normalization import MIX_GATES
 
     assert [g["threshold"] for g in entry["gates"]] == [g.threshold for g in MIX_GATES[:2]] + [0.03, 0.0, 0.03, 0.0]
-    assert entry["design"] == "designs/normalization.py"
+    assert entry["design"] == "designs/normalization_t2.py"
     assert entry["experiment_sha256"] == experiment_sha256(EXPERIMENTS["2"])
     # Holm over the primary tests of the registered experiments: only T2 has a passing pilot here, so a family of 1
     assert summary["family_size"] == 1 and summary["tested"] == 1 and summary["engine_sha256"] == engine_sha256()
@@ -332,7 +332,7 @@ def test_report_verdict_fields_and_holm(tmp_path):
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["takeaways"][0]["verdict"] == "reproduced"
     text = (tmp_path / "summary.md").read_text()
-    assert "Holm-adjusted p" in text and "`lab/trl_lite_lab/designs/normalization.py`" in text
+    assert "Holm-adjusted p" in text and "`lab/trl_lite_lab/designs/normalization_t2.py`" in text
     assert "- pilot (seeds 1000, 1001, 1002; passed" in text
 
 

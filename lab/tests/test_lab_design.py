@@ -390,7 +390,7 @@ def test_pilot_registration_and_the_runner_refusing_unregistered_experiments(tmp
 
     pilots = tmp_path / "pilots"
     experiment = EXPERIMENTS["2"]
-    from trl_lite_lab.designs import normalization
+    from trl_lite_lab.designs import normalization_t2 as normalization
 
     assert experiment.seed_list(pilot=True) == [1000, 1001, 1002]
     assert experiment.seed_list() == list(range(normalization.SEEDS)) and experiment.seeds == normalization.SEEDS
@@ -504,7 +504,7 @@ def test_preregistration_has_one_row_per_experiment_naming_its_design_module():
     assert lines[0].startswith("| experiment | arms |") and lines[1].startswith("|---")
     rows = lines[2:]
     assert len(rows) == len(EXPERIMENTS.names()) == 10
-    modules = {"T1": "normalization", "T2": "normalization", "T3": "normalization", "T4": "clip",
+    modules = {"T1": "normalization_t1", "T2": "normalization_t2", "T3": "normalization_t3", "T4": "clip",
                "clip-scaling": "clip", "T5": "connectives", "T6": "aggregation", "T7": "overlong", "T8": "overlong",
                "headline": "headline"}
     for row, name in zip(rows, EXPERIMENTS.names()):
@@ -531,12 +531,15 @@ def test_engine_modules():
 
 def test_experiment_hashes_by_hand_and_distinct():
     hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()}
-    assert len(set(hashes.values())) == 10  # T1, T2, T3 share a design module: the id is hashed in
+    assert len(set(hashes.values())) == 10  # T7 and T8 share a design module: the id is hashed in
     assert all(len(h) == 64 for h in hashes.values()) and len(engine_sha256()) == 64
-    # T2: sha256(engine + "\0" + sha256(name "\0" bytes "\0" of its design module) + "\0" + "T2")
-    with open(provenance.modules()["designs.normalization"], "rb") as f:
-        design = hashlib.sha256(b"designs.normalization\0" + f.read() + b"\0").hexdigest()
-    expected = hashlib.sha256(f"{engine_sha256()}\0{design}\0T2".encode()).hexdigest()
+    # T2: sha256(engine + "\0" + sha256(name "\0" bytes "\0" of each of its design modules, sorted by name: the
+    # shared `normalization` and its own `normalization_t2`) + "\0" + "T2")
+    design = hashlib.sha256()
+    for name in ("designs.normalization", "designs.normalization_t2"):
+        with open(provenance.modules()[name], "rb") as f:
+            design.update(name.encode() + b"\0" + f.read() + b"\0")
+    expected = hashlib.sha256(f"{engine_sha256()}\0{design.hexdigest()}\0T2".encode()).hexdigest()
     assert hashes["2"] == expected
 
 
@@ -562,14 +565,19 @@ def hashes():
     return {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()} | {"engine": engine_sha256()}
 
 
-@pytest.mark.parametrize("module, names", [
-    ("designs.normalization", {"1", "2", "3"}),
-    ("designs.overlong", {"7", "8"}),
-    ("designs.aggregation", {"6"}),
+@pytest.mark.parametrize("module, names, own", [
+    # what T1-T3 share (arms, mixes, gates): a change there is a change to all three; each has its own module besides,
+    # so redesigning T3 leaves T1's and T2's runs and pilots valid
+    ("designs.normalization", {"1", "2", "3"}, set()),
+    ("designs.normalization_t1", {"1"}, {"1"}),
+    ("designs.normalization_t3", {"3"}, {"3"}),
+    ("designs.overlong", {"7", "8"}, {"7", "8"}),
+    ("designs.aggregation", {"6"}, {"6"}),
 ])
-def test_a_design_module_change_changes_exactly_its_experiments_hashes(monkeypatch, tmp_path, hashes, module, names):
+def test_a_design_module_change_changes_exactly_its_experiments_hashes(monkeypatch, tmp_path, hashes, module, names,
+                                                                       own):
     assert _changed_names(hashes, _changed(monkeypatch, tmp_path, module)) == names
-    assert {n for n in EXPERIMENTS.names() if EXPERIMENTS[n].design == module.replace(".", "/") + ".py"} == names
+    assert {n for n in EXPERIMENTS.names() if EXPERIMENTS[n].design == module.replace(".", "/") + ".py"} == own
 
 
 def test_an_engine_change_changes_every_hash_and_the_report_none(monkeypatch, tmp_path, hashes):
