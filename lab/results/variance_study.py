@@ -7,7 +7,17 @@ registered settings: `designs/normalization.py`) on seeds of its own (2000 and u
 evaluating held-out accuracy as the lab does (`training.evaluate`, seeded; the global RNG state is restored, so the
 evaluations do not change the training) at 9 checkpoints over the second half of training, and writes
 `<D>/<arm>/seed<k>.json`: {step: held-out accuracy}. `--summarize D` prints, per arm and contrast, the spread over
-seeds of the end point's accuracy and of the mean over the checkpoints.
+seeds of the end point's accuracy and of the mean over the checkpoints (`--json PATH`: and writes them there with
+the curves; `--check D2`: adds the curves in D2 under "check", e.g. a pilot seed's, whose last checkpoint must equal the
+pilot run's held-out accuracy if the evaluations leave the training unchanged).
+
+Made 2026-11-27 (`lab/results/variance_study.json`):
+
+    python lab/results/variance_study.py group/group mostly-hard 2000 ... 2007 --output-dir /work/varstudy
+    python lab/results/variance_study.py batch/batch mostly-hard 2000 ... 2007 --output-dir /work/varstudy
+    python lab/results/variance_study.py group/group mostly-hard 1000 --output-dir /work/varstudy-check
+    python lab/results/variance_study.py --summarize /work/varstudy --check /work/varstudy-check \
+        --json lab/results/variance_study.json
 """
 
 from __future__ import annotations
@@ -58,8 +68,9 @@ def train(label: str, mix: str, seed: int, output_dir: str) -> None:
         json.dump({str(k): v for k, v in sorted(curve.items())}, f, indent=2)
 
 
-def summarize(output_dir: str) -> None:
-    curves = {}
+def _curves(output_dir: str) -> dict[str, dict[int, list[float]]]:
+    """{arm folder: {seed: held-out accuracy at each checkpoint, in step order}}."""
+    curves: dict[str, dict[int, list[float]]] = {}
     for name in sorted(os.listdir(output_dir)):
         folder = os.path.join(output_dir, name)
         if name == "runs" or not os.path.isdir(folder):
@@ -68,8 +79,15 @@ def summarize(output_dir: str) -> None:
             with open(os.path.join(folder, file), encoding="utf-8") as f:
                 curves.setdefault(name, {})[int(file[4:-5])] = [v for _, v in sorted(json.load(f).items(),
                                                                                     key=lambda kv: int(kv[0]))]
+    return curves
+
+
+def summarize(output_dir: str, json_path: str | None = None, check: str | None = None) -> None:
+    curves, rows = _curves(output_dir), {}
 
     def line(what, end, late):
+        rows[what] = {"seeds": len(end), "sd_end": statistics.stdev(end), "sd_late": statistics.stdev(late),
+                      "mean_end": statistics.mean(end), "mean_late": statistics.mean(late)}
         print(f"{what:45s} n={len(end):2d}  sd(end)={statistics.stdev(end):.4f}  sd(mean of last 9)="
               f"{statistics.stdev(late):.4f}  mean end {statistics.mean(end):.4f} late {statistics.mean(late):.4f}")
 
@@ -82,13 +100,22 @@ def summarize(output_dir: str) -> None:
             if a < b and a.split("-", 2)[-1] == b.split("-", 2)[-1]:
                 seeds = sorted(set(curves[a]) & set(curves[b]))
                 if len(seeds) > 1:
-                    line(f"{a} - {b}", [curves[a][s][-1] - curves[b][s][-1] for s in seeds],
-                         [statistics.mean(curves[a][s]) - statistics.mean(curves[b][s]) for s in seeds])
+                    end = [curves[a][s][-1] - curves[b][s][-1] for s in seeds]
+                    late = [statistics.mean(curves[a][s]) - statistics.mean(curves[b][s]) for s in seeds]
+                    line(f"{a} - {b}", end, late)
+                    # how much one seed moves the comparison: the two spreads with each seed left out
+                    rows[f"{a} - {b}"]["leave_one_out"] = {
+                        seed: [statistics.stdev(end[:i] + end[i + 1:]), statistics.stdev(late[:i] + late[i + 1:])]
+                        for i, seed in enumerate(seeds)}
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump({"spread": rows, "curves": curves, "check": _curves(check) if check else {}}, f, indent=1)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--summarize":
-        summarize(sys.argv[2])
+        summarize(sys.argv[2], sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None,
+                  sys.argv[sys.argv.index("--check") + 1] if "--check" in sys.argv else None)
     else:
         out = sys.argv[sys.argv.index("--output-dir") + 1]
         args = sys.argv[1: sys.argv.index("--output-dir")]
