@@ -154,11 +154,23 @@ def test_summary_json_is_the_current_definitions(monkeypatch):
 
     with open(os.path.join(LAB, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
-    monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: summary["fingerprints"]["arms"][arm.name])
+    arms = dict(summary["fingerprints"]["arms"])
+    for path in glob.glob(os.path.join(LAB, "pilots", "*.json")):  # an experiment still running: its pilot's own
+        with open(path, encoding="utf-8") as f:
+            arms = {**json.load(f)["fingerprints"]["arms"], **arms}
+    monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: arms[arm.name])
     monkeypatch.setattr(fingerprint, "evaluation_fingerprint",
                         lambda task, policy: summary["fingerprints"]["evaluations"][f"{task}/{policy}"])
     assert summary["engine_sha256"] == engine_sha256()
-    assert len(summary["takeaways"]) == len(EXPERIMENTS.names())
+    # every experiment is reported, but one whose registered runs are still under way (T3 since 2026-11-27): it must
+    # be registered (its committed pilot passed under the current definitions), and its tests count in the family
+    reported = {entry["id"] for entry in summary["takeaways"]}
+    running = [EXPERIMENTS[n] for n in EXPERIMENTS.names() if EXPERIMENTS[n].id not in reported]
+    pilots = os.path.join(LAB, "pilots")
+    assert all((registration(e, pilots) or {}).get("passed") for e in running), [e.id for e in running]
+    registered = [EXPERIMENTS[n] for n in EXPERIMENTS.names()
+                  if (registration(EXPERIMENTS[n], pilots) or {}).get("passed")]
+    assert summary["family_size"] == sum(len(e.primaries) for e in registered)
     for entry in summary["takeaways"]:
         experiment = experiment_named(entry["id"])
         assert entry["experiment_sha256"] == experiment_sha256(experiment), entry["id"]
