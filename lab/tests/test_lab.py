@@ -903,7 +903,16 @@ def test_readme_and_docs_lab_tables_match_the_committed_summary():
         summary = json.load(f)
     # the hash of what the summary was made under (`preregistration_sha256` before the per-experiment hashes)
     assert summary.get("engine_sha256") or summary.get("preregistration_sha256")
-    assert len(summary["takeaways"]) == len(EXPERIMENTS.names())
+    # every experiment, but one whose registered runs are under way (T3 since 2026-11-27): its committed pilot passed
+    # under its current definitions (its fingerprints: test_lab_claims.py and test_lab_fingerprint.py)
+    from trl_lite_lab.provenance import experiment_sha256
+
+    reported = {entry["id"] for entry in summary["takeaways"]}
+    for name in EXPERIMENTS.names():
+        if EXPERIMENTS[name].id not in reported:
+            with open(os.path.join(ROOT, "lab", "results", "pilots", f"{EXPERIMENTS[name].id}.json")) as f:
+                pilot = json.load(f)
+            assert pilot["passed"] and pilot["experiment_sha256"] == experiment_sha256(EXPERIMENTS[name]), name
     verdicts = {entry["id"]: entry["verdict"] for entry in summary["takeaways"]}
     for doc in ("README.md", os.path.join("docs", "lab.md")):
         text = open(os.path.join(ROOT, doc)).read()
