@@ -531,7 +531,7 @@ def test_engine_modules():
 
 def test_experiment_hashes_by_hand_and_distinct():
     hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()}
-    assert len(set(hashes.values())) == 10  # T7 and T8 share a design module: the id is hashed in
+    assert len(set(hashes.values())) == 10  # T4 and clip scaling, T7 and T8 share a module: the id is hashed in
     assert all(len(h) == 64 for h in hashes.values()) and len(engine_sha256()) == 64
     # T2: sha256(engine + "\0" + sha256(name "\0" bytes "\0" of each of its design modules, sorted by name: the
     # shared `normalization` and its own `normalization_t2`) + "\0" + "T2")
