@@ -19,11 +19,13 @@ fine-tuning with TRL's SFTTrainer on generated problems, with a fixed seed. Two 
     python scripts/build_embedded_policy.py --output lab/trl_lite_lab/policies/arith_carry_small --label-noise 0.1 \\
         --carry-habit 0.7 --max-steps 5000 --hidden-size 96 --num-layers 2   # the lab's smaller carry-habit policy
     python scripts/build_embedded_policy.py --output lab/trl_lite_lab/policies/arith_carry_tiny --label-noise 0.1 \
-        --carry-habit 0.7 --max-steps 2840 --hidden-size 48 --num-layers 2   # clip scaling's small policy: 2,840
-        # steps match the large policy's initial accuracy (lab/results/builds.json; THREADS=1, about 4 min)
+        --carry-habit 0.7 --max-steps 5000 --hidden-size 48 --num-layers 2   # clip scaling's small policy (version
+        # 3.1): the same steps as arith_carry_small, on the plateau of its builds (lab/results/builds.json; THREADS=1,
+        # about 30 min next to other jobs)
 
 `arith_carry_small` is `arith_carry`'s data and steps in a 2-layer, 96-wide Llama (0.24M parameters against 0.86M):
-the lab's second policy size for clip-higher's scaling with model size (`lab/trl_lite_lab/experiments.py`).
+since the lab's version 3.1, clip scaling's large policy, against `arith_carry_tiny` (61K parameters), both matched in
+initial accuracy (`lab/trl_lite_lab/designs/clip_scaling.py`).
 """
 
 from __future__ import annotations

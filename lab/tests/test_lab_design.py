@@ -265,6 +265,59 @@ def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
     assert e.seeds == headline.SEEDS == 16 and seeds_needed(family_size()) == 10 <= e.seeds
 
 
+def test_clip_scaling_version_3_1_by_hand():
+    """Clip scaling's redesign (`designs/clip_scaling.py`): two plateau policies matched in initial accuracy, lr 1e-4
+    with 8 passes per generation batch, the clip band at 0.5%, and its two primary tests worked by hand."""
+    import importlib.util
+
+    from trl_lite_lab import design
+    from trl_lite_lab.designs import clip_scaling
+
+    e = EXPERIMENTS["clip-scaling"]
+    assert e.design == "designs/clip_scaling.py" and (e.seeds, e.pilot_seeds) == (16, 3)
+    assert {label: a.policy for label, a in e.arms.items()} == {
+        **{f"small {eps}": "carry-tiny" for eps in (0.2, 0.28, 0.32)},
+        **{f"large {eps}": "carry-small" for eps in (0.2, 0.28, 0.32)}}
+    for label, a in e.arms.items():  # 30 generation batches x 8 passes x 4 optimizer steps = 960 steps, at lr 1e-4
+        assert (a.steps, a.data, a.settings["num_iterations"], a.settings["learning_rate"]) == (960, "mixed", 8, 1e-4)
+        assert a.settings.get("epsilon_high", 0.2) == float(label.split()[1]) and a.settings["temperature"] == 1.0
+    # the grid that chose 8 passes trained this very arm (lab/results/clip_grid.py, seed 3000)
+    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+    spec = importlib.util.spec_from_file_location("clip_grid", os.path.join(results, "clip_grid.py"))
+    grid = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grid)
+    assert grid.grid_arm("small", 8) == e.arms["small 0.2"] and grid.grid_arm("large", 8) == e.arms["large 0.2"]
+    matched, *bands = [g for g in e.gates if g.kind in ("matched sizes", "the clip band")]
+    # the audit gate: builds.json's acc@T1, 0.525 (small) and 0.52725 (large): |0.525 - 0.52725| = 0.00225 <= 0.03,
+    # with the audit's tenth 0.027; the demo policy (0.42925), the large one until version 3.1, would not match
+    assert matched.value({"add/carry-tiny/acc@T1": 0.525, "add/carry-small/acc@T1": 0.52725}) == pytest.approx(0.00225)
+    assert matched.passes(0.00225, AUDIT_MARGIN) and not matched.passes(abs(0.525 - 0.42925))
+    # the clip band at 0.5% of positive-advantage tokens: pooled 30 + 50 in the band of 4,000 + 6,000 -> 0.008 passes,
+    # also with the pilot's margin (0.005 x 1.25 = 0.00625); 25 + 25 of 10,000 -> 0.005 passes without it, not with it
+    assert [g.threshold for g in bands] == [clip_scaling.WIDE_BAND] * 2 == [0.005, 0.005]
+    train = {1000: {"small 0.2": {"train": {"ratio_wide_band_tokens": 30, "pos_adv_tokens": 4000}}},
+             1001: {"small 0.2": {"train": {"ratio_wide_band_tokens": 50, "pos_adv_tokens": 6000}}}}
+    assert bands[0].value({"runs": train}) == pytest.approx(0.008) and bands[0].passes(0.008, PILOT_MARGIN)
+    assert bands[0].passes(0.005) and not bands[0].passes(0.005, PILOT_MARGIN)
+    # the primary tests on one seed: small 0.70 / 0.72 / 0.75, large 0.70 / 0.73 / 0.735 at 0.2 / 0.28 / 0.32
+    # small gains: 0.75 - 0.70 = 0.05; saturation: (0.75 - 0.72) - (0.735 - 0.73) = 0.03 - 0.005 = 0.025
+    runs = {f"{size} {eps}": {"eval": {"acc": acc}} for size, accs in (("small", (0.70, 0.72, 0.75)),
+                                                                      ("large", (0.70, 0.73, 0.735)))
+            for eps, acc in zip((0.2, 0.28, 0.32), accs)}
+    assert [p.effect(runs) for p in e.primaries] == pytest.approx([0.05, 0.025])
+    # the tokens each test rests on, per run: 30 of 1,000 positive-advantage tokens in (1.2, 1.32], 20 of them in
+    # (1.2, 1.28] -> 0.03 in the wide band, 30 - 20 = 10 -> 0.01 in (1.28, 1.32], where 0.28 and 0.32 differ
+    runs["small 0.28"]["train"] = {"ratio_wide_band_tokens": 30, "ratio_band_tokens": 20, "pos_adv_tokens": 1000}
+    assert e.details["share in (1.2, 1.32] small 0.28"](runs) == pytest.approx(0.03)
+    assert e.details["share in (1.28, 1.32] small 0.28"](runs) == pytest.approx(0.01)
+    # the power gates' denominator: every arm's gain over its own initial policy; small 0.2, 0.28, 0.32 from 0.525,
+    # large from 0.52725: (0.175 + 0.195 + 0.225 + 0.17275 + 0.20275 + 0.20775) / 6 = 1.17825 / 6 = 0.196375
+    evidence = {"runs": {1000: runs}, "initial": {"carry-tiny": {"acc": 0.525}, "carry-small": {"acc": 0.52725}}}
+    powers = [g for g in e.gates if g.kind == "power"]
+    assert len(powers) == 2 and all(g.stage == "pilot" and g.threshold == 0.5 and g.at_most for g in powers)
+    assert design.mean_gain(tuple(e.arms), clip_scaling.POLICIES)(evidence) == pytest.approx(0.196375)
+
+
 def test_every_experiment_checks_that_training_moved_each_arm():
     # every claim is about what training does: each experiment has gain gates (runs stage), two per arm: the held-out
     # gain (at least GAIN) and the training reward's rise (at least REWARD_RISE)
@@ -505,7 +558,7 @@ def test_preregistration_has_one_row_per_experiment_naming_its_design_module():
     rows = lines[2:]
     assert len(rows) == len(EXPERIMENTS.names()) == 10
     modules = {"T1": "normalization_t1", "T2": "normalization_t2", "T3": "normalization_t3", "T4": "clip",
-               "clip-scaling": "clip", "T5": "connectives", "T6": "aggregation", "T7": "overlong", "T8": "overlong",
+               "clip-scaling": "clip_scaling", "T5": "connectives", "T6": "aggregation", "T7": "overlong", "T8": "overlong",
                "headline": "headline"}
     for row, name in zip(rows, EXPERIMENTS.names()):
         experiment = EXPERIMENTS[name]
@@ -531,7 +584,7 @@ def test_engine_modules():
 
 def test_experiment_hashes_by_hand_and_distinct():
     hashes = {name: experiment_sha256(EXPERIMENTS[name]) for name in EXPERIMENTS.names()}
-    assert len(set(hashes.values())) == 10  # T4 and clip scaling, T7 and T8 share a module: the id is hashed in
+    assert len(set(hashes.values())) == 10  # T7 and T8 share a module: the id is hashed in
     assert all(len(h) == 64 for h in hashes.values()) and len(engine_sha256()) == 64
     # T2: sha256(engine + "\0" + sha256(name "\0" bytes "\0" of each of its design modules, sorted by name: the
     # shared `normalization` and its own `normalization_t2`) + "\0" + "T2")
@@ -573,6 +626,8 @@ def hashes():
     ("designs.normalization_t3", {"3"}, {"3"}),
     ("designs.overlong", {"7", "8"}, {"7", "8"}),
     ("designs.aggregation", {"6"}, {"6"}),
+    # clip scaling's own module since version 3.1 (it imports no other design module): T4 and T5 keep their hashes
+    ("designs.clip_scaling", {"clip-scaling"}, {"clip-scaling"}),
 ])
 def test_a_design_module_change_changes_exactly_its_experiments_hashes(monkeypatch, tmp_path, hashes, module, names,
                                                                        own):
@@ -594,7 +649,7 @@ def test_an_engine_change_changes_every_hash_and_the_report_none(monkeypatch, tm
 
 def test_a_design_module_change_changes_the_hashes_of_the_experiments_that_import_it(monkeypatch, tmp_path, hashes):
     assert "designs.clip" in provenance.imports("designs.connectives")
-    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4", "clip-scaling", "5"}
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4", "5"}
 
 
 ################

@@ -34,8 +34,8 @@ from .design import (  # noqa: F401  (the lab's vocabulary, re-exported)
 from .provenance import engine_sha256, experiment_sha256  # noqa: F401
 
 # the design modules register their experiments when imported, in the order the lab lists them
-DESIGNS = ("normalization_t1", "normalization_t2", "normalization_t3", "clip", "connectives", "aggregation", "overlong",
-           "headline")
+DESIGNS = ("normalization_t1", "normalization_t2", "normalization_t3", "clip", "clip_scaling", "connectives",
+           "aggregation", "overlong", "headline")
 for _module in DESIGNS:
     importlib.import_module(f"{__package__}.designs.{_module}")
 

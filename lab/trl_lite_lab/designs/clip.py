@@ -1,4 +1,4 @@
-"""Clip-higher (Takeaway 4) and its scaling with model size.
+"""Clip-higher (Takeaway 4). Its scaling with model size, here until version 3.1, is `clip_scaling.py`.
 
 Version 2 (issue 29): in version 1 the ratio pi/pi_old passed 1.2 for 0.3-0.4% of positive-advantage tokens, so no
 epsilon_high could matter. Here the updates are large enough to reach the band where the arms' bounds differ: 8
@@ -12,8 +12,11 @@ initial accuracy, and tests saturation as a contrast: (acc(0.32) - acc(0.28)) of
 Version 3 (issue 38), 2026-11-27: not yet redesigned. The engine's gates are now signed (`design.gain_gates`: every
 arm must gain +0.03 held-out accuracy and raise its training reward) and its test is the exact sign-flip test, so
 these definitions changed and their version 2 pilots register nothing; version 2's runs, in which every arm lost
-held-out accuracy, are superseded (`lab/results/README.md`). Until a redesign is piloted, T4 and clip scaling are untestable (no
-pilot).
+held-out accuracy, are superseded (`lab/results/README.md`). Until a redesign is piloted, T4 is untestable (no pilot).
+
+2026-11-28: clip scaling moved to its own module, `clip_scaling.py`, with its redesign (version 3.1), so that a change
+to one of the two experiments no longer changes the other's hash (T4 and T5, which imports this module, have no pilot
+under their current definitions, so no result is invalidated).
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from ..design import (
 # 3e-4 -> 5e-4, because the aligned-like 0.28 arm moved held-out accuracy by 0.0065 there (0.02 needed)
 CLIP = {"num_iterations": 8, "learning_rate": 5e-4}
 SUMK_STEPS = 192  # 6 generation batches x 8 passes x 4 optimizer steps
-ADD_STEPS = 192
 BAND = 0.01  # share of positive-advantage tokens whose ratio must lie in the band where the arms' bounds differ
 NO_GAIN = 0.03  # the base half: |accuracy 0.28 - 0.2| within 3 points counts as "little"
 
@@ -70,39 +72,4 @@ register("4", Experiment(
     seeds=6,
     notes="Aligned-like = the fork policy (one clean step format, the carry dropped 60% of the time in its SFT data); "
           "base-like = the base policy (mixed formats, noisy steps). Both at 8 passes per generation batch, lr 5e-4.",
-), __file__)
-
-EPS = (0.2, 0.28, 0.32)
-SIZES = (("small", "carry-tiny"), ("large", "carry"))
-SCALING_ARMS = {f"{size} {eps}": arm("add", policy, "mixed", steps=ADD_STEPS, epsilon_high=eps, temperature=1.0,
-                                     **CLIP)
-                for size, policy in SIZES for eps in EPS}
-
-
-def _gain(size: str, low: float, high: float):
-    return difference(f"{size} {high}", f"{size} {low}")
-
-
-register("clip-scaling", Experiment(
-    id="clip-scaling",
-    title="clip-higher keeps helping small models up to 0.32; larger ones saturate near 0.28",
-    claim="Small models keep gaining as epsilon_high rises to 0.32; larger models saturate near 0.28.",
-    arms=SCALING_ARMS,
-    primaries=(Primary("clip-scaling small gains", "held-out accuracy of the small policy, epsilon_high 0.32 - 0.2",
-                       _gain("small", 0.2, 0.32)),
-               Primary("clip-scaling saturation", "(accuracy at 0.32 - at 0.28) of the small policy minus the large "
-                                                  "policy's", lambda runs: _gain("small", 0.28, 0.32)(runs)
-                       - _gain("large", 0.28, 0.32)(runs))),
-    gates=(Gate("initial held-out accuracy at temperature 1, |small - large|",
-                lambda e: abs(e["add/carry-tiny/acc@T1"] - e["add/carry/acc@T1"]), 0.03, at_most=True,
-                kind="matched sizes"),)
-    + tuple(Gate(f"{size} 0.2: share of positive-advantage tokens with ratio in (1.2, 1.32]",
-                 band_share(f"{size} 0.2", "ratio_wide_band_tokens"), BAND, stage="runs", kind="the clip band")
-            for size, _ in SIZES)
-    + gain_gates(SCALING_ARMS),
-    details={f"accuracy {size} {eps}": one_arm(f"{size} {eps}", held_out()) for size, _ in SIZES for eps in EPS},
-    curve="clip_ratio/high_mean",
-    seeds=8, pilot_seeds=2,
-    notes="Two carry-habit ADD policies built by scripts/build_embedded_policy.py from the same data and 5,000 steps: "
-          "2 x 48 (61K parameters) and 4 x 128 (0.86M), trained on the mixed ADD data at temperature 1.",
 ), __file__)

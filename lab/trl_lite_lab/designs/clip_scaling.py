@@ -1,0 +1,139 @@
+"""Clip scaling: clip-higher keeps helping small models up to epsilon_high 0.32; larger ones saturate near 0.28.
+
+Version 3.1 (issue 38), fixed 2026-11-28 before any pilot or registered run of this design, after an independent read
+of its first draft (same day). It is a second attempt at the same hypothesis: version 2's registered runs, in which
+every arm lost held-out accuracy, gave small gains -0.039 [-0.079, +0.001] and saturation +0.005 (inconclusive,
+`lab/results/v2/summary.json`). Version 2's design (in `clip.py` until now) compared two ADD policies 14x apart in
+size, matched in initial accuracy only because the small one was caught mid-jump (0.0535 at 2,800 SFT steps, 0.4265
+at 2,840; `lab/results/builds.json`), and trained them at lr 5e-4. This design changes three things:
+
+- **Two policies on a plateau, matched in accuracy.** The small policy is `arith_carry_tiny` (2 x 48, 61,536
+  parameters), rebuilt at 5,000 SFT steps: its builds sit on a plateau from 2,880 steps on (acc@T1 0.5075 at 2,880,
+  0.506 at 2,950, 0.50875 at 3,100, 0.5165 at 3,500; 0.526 at 5,000 on 2026-11-25 and 0.525 rebuilt on 2026-11-27, on
+  another stack). The large one is `arith_carry_small` (2 x 96, 242,880 parameters, 3.95x), from the same SFT data
+  and the same 5,000 steps, acc@T1 0.52725. So "size" here is width at equal depth and equal initial skill. The large
+  policy's own plateau was not measured (one build): the demo policy (4 x 128) is at 0.429 after the same 5,000
+  steps, so a wider model may not have converged there; builds at 4,000 and 6,000 steps would settle it. The audit
+  gate still asks |acc@T1 small - large| <= 0.03, but its value is known before it runs (the same deterministic
+  evaluation measured 0.00225 for `builds.json`): it passes by construction and only catches drift between stacks.
+- **Updates that gain, at the demo's learning rate.** lr 1e-4 (5e-4 before), with stale batches to reach the clip
+  band: each of 30 generation batches of 8 prompts x 8 completions is used for `NUM_ITERATIONS` = 8 passes of 4
+  optimizer steps (960 steps). Chosen from two points of a grid of the epsilon_high 0.2 arm at lr 1e-4, one seed
+  (3000) each (`lab/results/clip_grid.py`, `lab/results/clip_grid.json`): at 8 passes the small policy gained +0.2195
+  held-out and the large +0.2193, with 0.89% and 0.82% of positive-advantage tokens in the wide band (1.2, 1.32]; at
+  16 passes the small policy gained less (+0.174) and its band did not grow (0.80%); the large's reached 1.08%.
+- **The clip-band gate at 0.5% (`WIDE_BAND`), not version 2's 1%.** At lr 1e-4 the small policy's band stayed under
+  1% at both grid points, and neither size reached the 1.25% that 1% asks with the pilot's 25% margin. The threshold
+  was lowered after seeing the grid (exploratory runs on seed 3000, never a pilot or registered seed) and before any
+  pilot. It now sits below the grid's 0.82-0.89%, so it is a sanity check (epsilon_high binds on some tokens, so that
+  the arms can differ at all), not a screen; the pilot asks 0.625%.
+
+**Which tokens each test rests on.** epsilon_high 0.2 and 0.32 differ only on tokens whose ratio lies in (1.2, 1.32]:
+0.82-0.89% of positive-advantage tokens in the grid. The saturation test compares 0.28 with 0.32, which differ only on
+(1.28, 1.32]: 0.16-0.20% in the grid (the wide band less the band). Both shares are reported per arm (`details`). On so
+few tokens a near-zero effect is likely: "inconclusive" is the likely outcome, said before the pilot.
+
+**Power.** A pilot gate per primary test: the smallest effect `SEEDS` seeds detect (the sign test at the strictest
+Holm level of the 16 designed tests needs 15 of 16 seeds on one side: about 1.63 per-seed standard deviations,
+`stats.detectable_effect`) over the arms' mean gain, at most 0.5 (0.375 with the margin). At a mean gain near the
+grid's 0.22 that passes for a per-seed spread up to about 0.05, i.e. a detectable effect up to about 0.08: far larger
+than 0.2-0.9% of tokens can plausibly produce. The gate asks that the test could see an effect half the size of
+training's own, not one this trick is likely to have. Three pilot seeds estimate the spread on 2 degrees of freedom.
+If the power gate fails, the experiment is reported untestable with the pilot's figures; the seed count is not raised
+after the pilot.
+
+**Update size.** Clip-higher is a looser bound on how far one update may move a token's probability: an arm that moves
+further is the trick working, so the arms' update sizes are not matched. Each arm's weight distance from its initial
+policy and mean gradient norm are reported next to the verdict (`details`). The weight distance is an L2 norm over all
+weights, so it grows with parameter count (grid, 8 passes: 1.07 small, 2.30 large; per parameter, 1.07 / sqrt(61,536)
+= 0.0043 and 2.30 / sqrt(242,880) = 0.0047). Rule, fixed now: where a test is reproduced (or not reproduced) and the
+arm it favours also has the larger mean weight distance, the write-up says that the verdict cannot be told apart from
+"the arm that moved further did better". For clip-higher that is the mechanism the paper names, so the label stands
+and the flag is reported beside it. For saturation, a difference between the sizes' update sizes that is merely added
+to both epsilon arms cancels in the contrast; one that changes how often epsilon binds (more tokens in the band for one
+size) does not, and that interaction is what saturation means. The grid's band shares were close (0.89% and 0.82%).
+"""
+
+from __future__ import annotations
+
+from ..design import (
+    Experiment,
+    Gate,
+    Primary,
+    arm,
+    band_share,
+    difference,
+    gain_gates,
+    held_out,
+    mean_gain,
+    one_arm,
+    power_ratio,
+    register,
+    training,
+)
+
+SEEDS = 16
+NUM_ITERATIONS = 8  # passes over each generation batch
+GENERATION_BATCHES = 30
+STEPS = 4 * NUM_ITERATIONS * GENERATION_BATCHES  # 4 optimizer steps per pass: 960
+LEARNING_RATE = 1e-4  # the demo's
+WIDE_BAND = 0.005  # share of positive-advantage tokens with ratio in (1.2, 1.32], where the arms' bounds differ
+EPS = (0.2, 0.28, 0.32)
+SIZES = (("small", "carry-tiny"), ("large", "carry-small"))
+ARMS = {f"{size} {eps}": arm("add", policy, "mixed", steps=STEPS, epsilon_high=eps, temperature=1.0,
+                             num_iterations=NUM_ITERATIONS, learning_rate=LEARNING_RATE)
+        for size, policy in SIZES for eps in EPS}
+POLICIES = {label: a.policy for label, a in ARMS.items()}
+
+
+def _share(key: str, less: str | None = None):
+    """One run's share of positive-advantage tokens counted under `key` (less those under `less`)."""
+    def value(result):
+        train = result["train"]
+        count = train[key] - (train[less] if less else 0)
+        return count / train["pos_adv_tokens"] if train["pos_adv_tokens"] else float("nan")
+    return value
+
+
+def _gain(size: str, low: float, high: float):
+    return difference(f"{size} {high}", f"{size} {low}")
+
+
+PRIMARIES = (
+    Primary("clip-scaling small gains", "held-out accuracy of the small policy, epsilon_high 0.32 - 0.2",
+            _gain("small", 0.2, 0.32)),
+    Primary("clip-scaling saturation", "(accuracy at 0.32 - at 0.28) of the small policy minus the large policy's",
+            lambda runs: _gain("small", 0.28, 0.32)(runs) - _gain("large", 0.28, 0.32)(runs)),
+)
+_moved = mean_gain(tuple(ARMS), POLICIES)  # what training gains: the arms' mean gain
+register("clip-scaling", Experiment(
+    id="clip-scaling",
+    title="clip-higher keeps helping small models up to 0.32; larger ones saturate near 0.28",
+    claim="Small models keep gaining as epsilon_high rises to 0.32; larger models saturate near 0.28.",
+    arms=ARMS,
+    primaries=PRIMARIES,
+    gates=(Gate("initial held-out accuracy at temperature 1, |small - large|",
+                lambda e: abs(e["add/carry-tiny/acc@T1"] - e["add/carry-small/acc@T1"]), 0.03, at_most=True,
+                kind="matched sizes"),)
+    + tuple(Gate(f"{size} 0.2: share of positive-advantage tokens with ratio in (1.2, 1.32]",
+                 band_share(f"{size} 0.2", "ratio_wide_band_tokens"), WIDE_BAND, stage="runs", kind="the clip band")
+            for size, _ in SIZES)
+    + gain_gates(ARMS)
+    + tuple(Gate(f"{p.name}: smallest effect {SEEDS} seeds detect (80% power, Holm over every designed test) / the "
+                 "arms' mean gain", power_ratio(p, _moved), 0.5, at_most=True, stage="pilot", kind="power")
+            for p in PRIMARIES),
+    details={**{f"accuracy {size} {eps}": one_arm(f"{size} {eps}", held_out()) for size, _ in SIZES for eps in EPS},
+             **{"small gain 0.28 - 0.2": _gain("small", 0.2, 0.28), "large gain 0.28 - 0.2": _gain("large", 0.2, 0.28),
+                "large gain 0.32 - 0.2": _gain("large", 0.2, 0.32)},
+             **{f"high-clip share {label}": one_arm(label, training("clip_high_frac")) for label in ARMS},
+             **{f"share in (1.2, 1.32] {label}": one_arm(label, _share("ratio_wide_band_tokens")) for label in ARMS},
+             **{f"share in (1.28, 1.32] {label}": one_arm(label, _share("ratio_wide_band_tokens", "ratio_band_tokens"))
+                for label in ARMS},
+             **{f"weight distance {label}": one_arm(label, held_out("update_norm")) for label in ARMS},
+             **{f"mean gradient norm {label}": one_arm(label, training("grad_norm_mean")) for label in ARMS}},
+    curve="clip_ratio/high_mean",
+    seeds=SEEDS, pilot_seeds=3,
+    notes="Two carry-habit ADD policies from the same SFT data and 5,000 steps, each on its plateau and matched in "
+          "initial accuracy: 2 x 48 (61K parameters) and 2 x 96 (0.24M), trained on the mixed ADD data at temperature "
+          "1, lr 1e-4, 8 passes over each generation batch (960 optimizer steps).",
+), __file__)
