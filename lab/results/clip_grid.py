@@ -9,7 +9,8 @@ the mixed ADD data (temperature 1, lr 1e-4, `num_iterations` K, 30 generation ba
 or pilot seed), with the lab's runner and held-out evaluation (`runner.run_arm`), and reads:
 
 - `band`: share of positive-advantage tokens whose ratio lies in (1.2, 1.28] (T4's clip-band gate), `wide_band`: in
-  (1.2, 1.32] (clip scaling's), pooled over training;
+  (1.2, 1.32] (clip scaling's), `upper_band`: in (1.28, 1.32] (where epsilon_high 0.28 and 0.32 differ), pooled over
+  training;
 - `gain`: held-out accuracy at temperature 1 minus the initial policy's; `train_rise`: the training reward's rise on
   fixed problems (`training.training_accuracy`); `update_norm`: weight distance from the initial policy.
 
@@ -72,6 +73,7 @@ def summarize(output_dir: str) -> list[dict]:
                              "train_rise": held["train_rise"], "update_norm": held["update_norm"],
                              "band": train["ratio_band_tokens"] / positive,
                              "wide_band": train["ratio_wide_band_tokens"] / positive,
+                             "upper_band": (train["ratio_wide_band_tokens"] - train["ratio_band_tokens"]) / positive,
                              "clip_high_frac": train.get("clip_high_frac"), "wall_s": result["wall_s"]})
     return rows
 

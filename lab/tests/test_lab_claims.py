@@ -7,8 +7,9 @@
   `lab/results/audit.json`, a pilot in `lab/results/pilots/`, `lab/results/builds.json` (policy builds tried),
   `lab/results/null.json` (the version 3 statistics on that summary, `trl-lite-lab null`), version 2's superseded
   results (`lab/results/v2/`), version 3.0's (`lab/results/v3.0/`) and version 3.1's first design's
-  (`lab/results/v3.1-720/`), the methods study `lab/results/variance_study.json`, `lab/results/feasibility.json`
-  (what a fair test would take), or the definitions (a gate's threshold, a margin, a setting), at the precision
+  (`lab/results/v3.1-720/`) and second design's on its first machine (`lab/results/v3.1-machine-1/`), the methods
+  study `lab/results/variance_study.json`, `lab/results/feasibility.json` (what a fair test would take), the clip
+  grid `lab/results/clip_grid.json`, or the definitions (a gate's threshold, a margin, a setting), at the precision
   printed: a figure typed from memory, or left from an older lab, fails here.
 """
 
@@ -48,11 +49,12 @@ def committed_numbers() -> list[float]:
     values = []
     for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"), os.path.join(LAB, "builds.json"),
                  os.path.join(LAB, "null.json"), os.path.join(LAB, "variance_study.json"),
-                 os.path.join(LAB, "feasibility.json"),
+                 os.path.join(LAB, "feasibility.json"), os.path.join(LAB, "clip_grid.json"),
                  *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True),
                  *glob.glob(os.path.join(LAB, "v2", "*.json")),  # version 2's results, kept as its history
                  *glob.glob(os.path.join(LAB, "v3.0", "*.json")),  # and version 3.0's
-                 *glob.glob(os.path.join(LAB, "v3.1-720", "*.json"))]:  # and version 3.1's first design's
+                 *glob.glob(os.path.join(LAB, "v3.1-720", "*.json")),  # and version 3.1's first design's
+                 *glob.glob(os.path.join(LAB, "v3.1-machine-1", "*.json"))]:  # and its second's, on the first machine
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():
