@@ -24,15 +24,17 @@ import json
 import os
 import sys
 
-POLICIES = {"small": "carry-tiny", "large": "carry-small"}
-GENERATION_BATCHES = 30
+from trl_lite_lab.designs.clip_scaling import GENERATION_BATCHES, LEARNING_RATE, SIZES
+
+POLICIES = dict(SIZES)  # {"small": "carry-tiny", "large": "carry-small"}: clip scaling's two policies
 
 
 def grid_arm(size: str, k: int):
+    """Clip scaling's epsilon_high 0.2 arm of `size`, with `k` passes over each generation batch."""
     from trl_lite_lab.design import arm
 
     return arm("add", POLICIES[size], "mixed", steps=4 * k * GENERATION_BATCHES, epsilon_high=0.2, temperature=1.0,
-               num_iterations=k, learning_rate=1e-4)
+               num_iterations=k, learning_rate=LEARNING_RATE)
 
 
 def run(size: str, k: int, seed: int, output_dir: str) -> None:
