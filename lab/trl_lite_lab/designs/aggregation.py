@@ -23,6 +23,21 @@ pilot was stopped after one seed (not committed: both arms gained about 0.04 hel
 version 3.0's pilot's spread, 16 seeds pass the power gate with its margin only if the arms gain about 0.064 on
 average, 32 seeds at about 0.036 (`lab/results/feasibility.md`); the gain gate itself asks 0.0375 with the margin.
 Whether 576 steps give that, and whether the spread holds there, is the pilot's to say.
+
+Changed 2026-11-28 09:20 UTC, after that pilot (runs 08:42-09:10 UTC, `pilots/superseded/v3.1/T6-576-steps.json`) was
+negative on one gate: the seq-mean arm gained 0.0345 held-out (0.040, 0.019, 0.045), under the 0.0375 the gain gate
+asks with the pilot's margin; the token-mean arm gained 0.043 and the power gate passed (0.223). Both arms raised the
+training reward (0.072 and 0.077) and moved their weights about as far (3.15-3.24 token-mean, 3.07-3.24 seq-mean).
+From 192 to 576 steps the gains grew by about 0.012 (version 3.0's pilot: 0.030 token-mean, 0.023 seq-mean), so:
+
+- **1,152 steps** (twice 576; the same learning rate, more generation batches and prompts). Whether the seq-mean arm
+  then gains 0.0375 is the next pilot's to say; if it does not, T6 is reported untestable with both pilots' figures.
+- **24 seeds** (32 before), because each run now costs twice as much (about 13 minutes on one core): 24 x 2 runs,
+  about 11 run-hours. At 24 seeds the sign test at the strictest Holm level of the 16 designed tests detects 1.12
+  per-seed standard deviations (`stats.detectable_effect`); at version 3.0's pilot's spread (0.015) the power gate
+  then passes with its margin if the arms gain about 0.044 on average (`lab/results/feasibility.md`), at the 576-step
+  pilot's (0.0094) about 0.028. The pilot's effects (+0.007, +0.019, +0.001) were seen before this change; the seed
+  count follows from the spread and the cost, not from them.
 """
 
 from __future__ import annotations
@@ -45,7 +60,7 @@ from ..design import (
 
 AGGREGATIONS = {"token": "token-mean", "seq": "seq-mean-token-mean"}
 POLICY = "long"
-STEPS, SEEDS = 576, 32
+STEPS, SEEDS = 1152, 24
 ARMS = {f"base {agg}": arm("sumk", POLICY, steps=STEPS, loss_aggregation=loss, advantage_mean="group",
                            advantage_std="batch") for agg, loss in AGGREGATIONS.items()}
 PRIMARY = Primary("T6", f"held-out accuracy of the base-like ({POLICY}) policy, token-mean - seq-mean-token-mean",
