@@ -318,6 +318,39 @@ def test_clip_scaling_version_3_1_by_hand():
     assert design.mean_gain(tuple(e.arms), clip_scaling.POLICIES)(evidence) == pytest.approx(0.196375)
 
 
+def test_aggregation_version_3_1_by_hand():
+    """T6 after its negative 576-step pilot (`designs/aggregation.py`, 2026-11-28): 1,152 steps at lr 1e-4, 24 seeds,
+    its gain and power gates worked by hand on that pilot's own held-out accuracies."""
+    e = EXPERIMENTS["6"]
+    assert e.design == "designs/aggregation.py" and (e.seeds, e.pilot_seeds) == (24, 3)
+    from trl_lite_lab import design
+
+    def setting(a, key):  # an arm drops a setting equal to LitePPOConfig's default (`design.arm`)
+        return a.settings.get(key, design._DEFAULTS[key])
+
+    assert {label: setting(a, "loss_aggregation") for label, a in e.arms.items()} == {
+        "base token": "token-mean", "base seq": "seq-mean-token-mean"}
+    for a in e.arms.values():  # Lite PPO's advantages, the demo's learning rate, twice 576 steps
+        assert (a.policy, a.steps, a.settings["learning_rate"], a.settings["num_iterations"]) == ("long", 1152, 1e-4, 2)
+        assert (setting(a, "advantage_mean"), setting(a, "advantage_std")) == ("group", "batch")
+    # the 576-step pilot (pilots/superseded/v3.1/T6-576-steps.json), initial held-out accuracy 0.128:
+    # token 0.175, 0.1655, 0.17325 -> gains 0.047, 0.0375, 0.04525 -> mean 0.12975 / 3 = 0.04325
+    # seq 0.16825, 0.1465, 0.17275 -> gains 0.04025, 0.0185, 0.04475 -> mean 0.1035 / 3 = 0.0345
+    runs = _runs({"base token": [0.175, 0.1655, 0.17325], "base seq": [0.16825, 0.1465, 0.17275]})
+    evidence = {"runs": runs, "initial": {"long": {"acc": 0.128}}, "registered_seeds": 24, "family": 16}
+    token_gain, seq_gain = [g for g in e.gates if g.kind == "gain"]
+    assert token_gain.value(evidence) == pytest.approx(0.04325) and seq_gain.value(evidence) == pytest.approx(0.0345)
+    # 0.0345 passes the gate (>= 0.03) but not with the pilot's margin (0.03 x 1.25 = 0.0375): the negative pilot
+    assert seq_gain.passes(0.0345) and not seq_gain.passes(0.0345, PILOT_MARGIN)
+    # effects token - seq: 0.00675, 0.019, 0.0005; mean 0.00875; deviations -0.002, +0.01025, -0.00825
+    # sd = sqrt((0.000004 + 0.0001050625 + 0.0000680625) / 2) = sqrt(0.00008856) = 0.0094106
+    # power at 24 seeds: detectable_effect(0.0094106, 24, 16) / mean gain ((0.04325 + 0.0345) / 2 = 0.038875)
+    (power,) = [g for g in e.gates if g.kind == "power"]
+    assert detectable_effect(1.0, 24, 16) == pytest.approx(1.1198, abs=1e-4)
+    assert power.value(evidence) == pytest.approx(detectable_effect(0.0094106, 24, 16) / 0.038875, rel=1e-4)
+    assert power.value(evidence) == pytest.approx(0.2711, abs=1e-4) and power.passes(0.2711, PILOT_MARGIN)
+
+
 def test_every_experiment_checks_that_training_moved_each_arm():
     # every claim is about what training does: each experiment has gain gates (runs stage), two per arm: the held-out
     # gain (at least GAIN) and the training reward's rise (at least REWARD_RISE)
