@@ -3,14 +3,15 @@
 - The README's lab table is `trl_lite_lab.report.readme_table(lab/results/summary.json)`, verbatim.
 - `lab/results/preregistration.md` is `trl-lite-lab list --markdown`, generated from the definitions (never typed), and
   `docs/lab.md` renders the same table through a hook.
-- Every other decimal number or percentage in those pages (outside code) is a value held by `lab/results/summary.json`,
-  `lab/results/audit.json`, a pilot in `lab/results/pilots/`, `lab/results/builds.json` (policy builds tried),
-  `lab/results/null.json` (the version 3 statistics on that summary, `trl-lite-lab null`), version 2's superseded
-  results (`lab/results/v2/`), version 3.0's (`lab/results/v3.0/`) and version 3.1's first design's
-  (`lab/results/v3.1-720/`) and second design's on its first machine (`lab/results/v3.1-machine-1/`), the methods
-  study `lab/results/variance_study.json`, `lab/results/feasibility.json` (what a fair test would take), the clip
-  grid `lab/results/clip_grid.json`, T8's exploratory runs `lab/results/t8_grid.json`, or the definitions (a gate's threshold, a margin, a setting), at the precision
-  printed: a figure typed from memory, or left from an older lab, fails here.
+- Every other decimal number or percentage in those pages (outside code) is a value held by
+  `lab/results/summary.json`, `lab/results/audit.json`, a pilot in `lab/results/pilots/`, `lab/results/builds.json`
+  (policy builds tried), `lab/results/null.json` (the version 3 statistics on that summary, `trl-lite-lab null`),
+  version 2's superseded results (`lab/results/v2/`), version 3.0's (`lab/results/v3.0/`) and version 3.1's first
+  design's (`lab/results/v3.1-720/`) and second design's on its first machine (`lab/results/v3.1-machine-1/`) and in
+  the family of 7 (`lab/results/v3.1-family-7/`), the methods study `lab/results/variance_study.json`,
+  `lab/results/feasibility.json` (what a fair test would take), the clip grid `lab/results/clip_grid.json`, T8's
+  exploratory runs `lab/results/t8_grid.json`, or the definitions (a gate's threshold, a margin, a setting), at the
+  precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
 
 import glob
@@ -55,7 +56,8 @@ def committed_numbers() -> list[float]:
                  *glob.glob(os.path.join(LAB, "v2", "*.json")),  # version 2's results, kept as its history
                  *glob.glob(os.path.join(LAB, "v3.0", "*.json")),  # and version 3.0's
                  *glob.glob(os.path.join(LAB, "v3.1-720", "*.json")),  # and version 3.1's first design's
-                 *glob.glob(os.path.join(LAB, "v3.1-machine-1", "*.json"))]:  # and its second's, on the first machine
+                 *glob.glob(os.path.join(LAB, "v3.1-machine-1", "*.json")),  # and its second's, on the first machine
+                 *glob.glob(os.path.join(LAB, "v3.1-family-7", "*.json"))]:  # the summary of 07:31 UTC, 2026-11-28
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():
@@ -157,13 +159,13 @@ def test_summary_json_is_the_current_definitions(monkeypatch):
 
     with open(os.path.join(LAB, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
-    arms = dict(summary["fingerprints"]["arms"])
+    arms, evaluations = dict(summary["fingerprints"]["arms"]), dict(summary["fingerprints"]["evaluations"])
     for path in glob.glob(os.path.join(LAB, "pilots", "*.json")):  # an experiment still running: its pilot's own
         with open(path, encoding="utf-8") as f:
-            arms = {**json.load(f)["fingerprints"]["arms"], **arms}
+            printed = json.load(f)["fingerprints"]
+        arms, evaluations = {**printed["arms"], **arms}, {**printed["evaluations"], **evaluations}
     monkeypatch.setattr(fingerprint, "arm_fingerprint", lambda arm, seed=0: arms[arm.name])
-    monkeypatch.setattr(fingerprint, "evaluation_fingerprint",
-                        lambda task, policy: summary["fingerprints"]["evaluations"][f"{task}/{policy}"])
+    monkeypatch.setattr(fingerprint, "evaluation_fingerprint", lambda task, policy: evaluations[f"{task}/{policy}"])
     assert summary["engine_sha256"] == engine_sha256()
     # every experiment is reported, but one whose registered runs are still under way (T3 since 2026-11-27): it must
     # be registered (its committed pilot passed under the current definitions), and its tests count in the family

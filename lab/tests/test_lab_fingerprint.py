@@ -88,8 +88,9 @@ def test_a_comment_in_the_trainer_leaves_every_lab_result_valid_and_the_report_g
     # the lab's own code is unchanged, every pilot still counts, and trl-lite computes for each arm and initial
     # evaluation what it computed when the results were made
     assert found["engine"] and all(found["experiments"].values()), found
-    # (version 3.1 has piloted T1-T3 and the headline; the others have no pilot under their current definitions)
-    piloted = {"T1", "T2", "T3", "headline"}
+    # (version 3.1 has piloted T1-T3, the headline, clip scaling and T6; the others have no pilot under their
+    # current definitions)
+    piloted = {"T1", "T2", "T3", "headline", "clip-scaling", "T6"}
     assert found["pilots"] == {e: [] if e in piloted else [f"no pilot (lab/results/pilots/{e}.json)"]
                                for e in found["pilots"]}, found["pilots"]
     assert found["changed"] == [], found["changed"]
@@ -116,10 +117,11 @@ def test_a_change_to_the_advantage_arithmetic_invalidates_the_results_and_the_re
     message = result.stderr
     assert "no longer hold: trl-lite computes otherwise for them than when they were made" in message, message[-3000:]
     # T1's batch-mean arms normalize by the batch std, its group-std arms do not; the headline's Lite PPO arm uses the
-    # default batch std, GRPO's and DAPO's the group's. T3's negative pilot is named too (its records no longer hold);
-    # T6 has no pilot under its 3.1 definitions, so nothing of it is
+    # default batch std, GRPO's and DAPO's the group's. T3's pilot is named too (its records no longer hold), and
+    # T6's (both its arms use Lite PPO's batch std)
     assert "T1: arm add-carry-mostly-hard-mean=batch: " in message
-    assert "T3: arm add-carry-mostly-easy-mean=batch-steps=720: " in message and "T6: " not in message
+    assert "T3: arm add-carry-mostly-easy-mean=batch-steps=720: " in message
+    assert "T6: arm sumk-long-train-steps=1152: " in message
     assert "headline: arm add-carry-mixed-beta=0.0-epsilon=0.2: " in message
     assert "arm add-carry-mostly-hard-std=group: " not in message  # group std: untouched by the change
     assert "arm add-carry-mixed-std=group-beta=0.0-epsilon=0.2-agg=seq-mean-token-mean: " not in message
