@@ -6,7 +6,7 @@ seed (3000: never a registered or pilot seed), with the lab's runner and held-ou
 Not an experiment about the paper and not a pilot: it informs T8's redesign (`designs/overlong.py`), which had not
 been made when it ran.
 
-    python lab/results/t8_grid.py run OUTPUT                     # both arms, seed 3000 (about 12-13 min each on one core)
+    python lab/results/t8_grid.py run OUTPUT        # both arms, seed 3000 (12-13 min each beside two other processes)
     python lab/results/t8_grid.py summarize OUTPUT --json lab/results/t8_grid.json
 """
 
