@@ -13,10 +13,12 @@ been made when it ran.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 SEED, STEPS, LEARNING_RATE = 3000, 576, 1e-4
 KEYS = ("acc@long", "trunc_share@long", "truncated_n@long", "unending_share@long")
+FILTER = {"off": False, "on": True}  # T8's two arms: the overlong filter off and on
 
 
 def grid_arm(overlong_filter: bool):
@@ -30,7 +32,7 @@ def run(output_dir: str) -> None:
     from trl_lite_lab.design import EVAL_PROBLEMS
     from trl_lite_lab.runner import initial_eval, run_arm
 
-    for overlong_filter in (False, True):
+    for overlong_filter in FILTER.values():
         a = grid_arm(overlong_filter)
         initial_eval(a.task, a.policy, output_dir, EVAL_PROBLEMS, a.settings["temperature"])
         run_arm(a, SEED, output_dir, progress=False, eval_problems=EVAL_PROBLEMS)
@@ -38,14 +40,14 @@ def run(output_dir: str) -> None:
 
 def summarize(output_dir: str) -> dict:
     from trl_lite_lab.design import EVAL_PROBLEMS
-    from trl_lite_lab.results import initial_path, run_folder
+    from trl_lite_lab.results import RESULT_FILE, initial_path, run_folder
 
     with open(initial_path(output_dir, "sumk", "verbose", EVAL_PROBLEMS, 1.0), encoding="utf-8") as f:
         initial = json.load(f)
     rows = {"initial": {k: initial[k] for k in KEYS}}
-    for label, overlong_filter in (("off", False), ("on", True)):
+    for label, overlong_filter in FILTER.items():
         a = grid_arm(overlong_filter)
-        with open(run_folder(output_dir, a, SEED) + "/result.json", encoding="utf-8") as f:
+        with open(os.path.join(run_folder(output_dir, a, SEED), RESULT_FILE), encoding="utf-8") as f:
             result = json.load(f)
         held = result["eval"]
         rows[label] = {"arm": a.name, "seed": SEED, **{k: held[k] for k in KEYS},
