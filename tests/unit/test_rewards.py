@@ -87,7 +87,9 @@ def test_pathological_input_times_out_and_is_scored_wrong():
         out = r(["\\boxed{(10^{7}+1)!}"], ["(10^{7})!"], log_metric=lambda k, v: logged.__setitem__(k, v))
         elapsed = time.monotonic() - start
         assert out == [0.0] and logged["math_accuracy/timeouts"] == 1.0
-        assert elapsed < 2.0 + 1.0  # the limit, plus killing the worker
+        # Without the timeout this input runs > 15 s (above). With it the call returns at the 2 s limit plus the time to
+        # kill the worker, which took 3.1 s on a loaded CI machine: bound it well under 15 s, not at a tight speed.
+        assert elapsed < 2.0 + 8.0
         assert r(["\\boxed{3}"], ["3"]) == [1.0]  # a fresh worker takes over
     finally:
         r.checker.close()
