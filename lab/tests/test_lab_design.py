@@ -318,6 +318,69 @@ def test_clip_scaling_version_3_1_by_hand():
     assert design.mean_gain(tuple(e.arms), clip_scaling.POLICIES)(evidence) == pytest.approx(0.196375)
 
 
+def test_clip_higher_version_3_1_by_hand():
+    """T4's redesign (`designs/clip.py`, 2026-11-28): the aligned-like policy is the base-like one with its logits
+    divided by 0.6, both trained on ADD at lr 1e-4 with 8 passes; two directional tests worked by hand."""
+    import importlib.util
+
+    import torch
+    from safetensors.torch import load_file
+
+    from trl_lite_lab import design
+    from trl_lite_lab.designs import clip
+
+    e = EXPERIMENTS["4"]
+    assert e.design == "designs/clip.py" and (e.seeds, e.pilot_seeds) == (32, 3)
+    assert {label: a.policy for label, a in e.arms.items()} == {
+        "aligned 0.2": "carry-small-sharp", "aligned 0.28": "carry-small-sharp",
+        "base 0.2": "carry-small", "base 0.28": "carry-small"}
+    for label, a in e.arms.items():  # 15 generation batches x 8 passes x 4 optimizer steps = 480 steps, at lr 1e-4
+        assert (a.steps, a.data, a.settings["num_iterations"], a.settings["learning_rate"]) == (480, "mixed", 8, 1e-4)
+        assert a.settings.get("epsilon_high", 0.2) == float(label.split()[1]) and a.settings["temperature"] == 1.0
+    # none of them is one of clip scaling's arms (those runs were seen before this design; their 960 steps differ)
+    assert not set(e.arms.values()) & set(EXPERIMENTS["clip-scaling"].arms.values())
+    # the shipped aligned-like policy: the base-like weights, the final norm's weight times 1 / 0.6, nothing else
+    base = load_file(os.path.join(design.policy_dir("add", "carry-small"), "model.safetensors"))
+    sharp = load_file(os.path.join(design.policy_dir("add", "carry-small-sharp"), "model.safetensors"))
+    assert base.keys() == sharp.keys()
+    for name in base:
+        expected = base[name] / 0.6 if name == "model.norm.weight" else base[name]
+        torch.testing.assert_close(sharp[name], expected, rtol=1e-6, atol=0.0)
+    # the grid that chose this design trained its aligned 0.2 arm (lab/results/t4_grid.py, candidate "s0.6")
+    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+    spec = importlib.util.spec_from_file_location("t4_grid", os.path.join(results, "t4_grid.py"))
+    grid = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grid)
+    assert grid.grid_arm("carry-small", 0.2, 480) == e.arms["base 0.2"]
+    # the primary tests on one seed: aligned 0.70 / 0.74, base 0.68 / 0.69 at 0.2 / 0.28
+    # aligned: 0.74 - 0.70 = 0.04; aligned vs base: 0.04 - (0.69 - 0.68) = 0.03; the base half alone: 0.01 (a detail)
+    runs = {"aligned 0.2": {"eval": {"acc": 0.70}}, "aligned 0.28": {"eval": {"acc": 0.74}},
+            "base 0.2": {"eval": {"acc": 0.68}}, "base 0.28": {"eval": {"acc": 0.69}}}
+    assert [p.name for p in e.primaries] == ["T4 aligned", "T4 aligned vs base"]
+    assert [p.margin for p in e.primaries] == [None, None]
+    assert [p.effect(runs) for p in e.primaries] == pytest.approx([0.04, 0.03])
+    assert e.details["base-like, epsilon_high 0.28 - 0.2"](runs) == pytest.approx(0.01)
+    # the distinct-policies gate: top-fifth entropy 0.370 (base-like) / 0.185 (aligned-like) = 2.0 >= 1.5, and with
+    # the pilot's margin 1.5 x 1.25 = 1.875; a wrong folder (the same policy twice) gives 1.0 and fails
+    (sharper,) = [g for g in e.gates if g.kind == "distinct policies"]
+    initial = {"carry-small": {"fork_entropy": 0.370}, "carry-small-sharp": {"fork_entropy": 0.185}}
+    assert sharper.value({"initial": initial}) == pytest.approx(2.0) and sharper.passes(2.0, PILOT_MARGIN)
+    initial["carry-small-sharp"]["fork_entropy"] = 0.370
+    assert not sharper.passes(sharper.value({"initial": initial}))
+    # the clip band at 0.4%: 45 of 10,000 positive-advantage tokens in (1.2, 1.28] -> 0.0045 passes, not with the
+    # pilot's margin (0.004 x 1.25 = 0.005)
+    bands = [g for g in e.gates if g.kind == "the clip band"]
+    assert [g.threshold for g in bands] == [clip.BAND] * 2 == [0.004, 0.004]
+    train = {1000: {"base 0.2": {"train": {"ratio_band_tokens": 45, "pos_adv_tokens": 10000}}}}
+    assert bands[1].value({"runs": train}) == pytest.approx(0.0045)
+    assert bands[1].passes(0.0045) and not bands[1].passes(0.0045, PILOT_MARGIN)
+    # the power gates' denominator: each arm's gain over its own policy's start, aligned from 0.5405, base from
+    # 0.52725: (0.1595 + 0.1995 + 0.15275 + 0.16275) / 4 = 0.6745 / 4 = 0.168625
+    evidence = {"runs": {1000: runs}, "initial": {"carry-small-sharp": {"acc": 0.5405}, "carry-small": {"acc": 0.52725}}}
+    assert design.mean_gain(tuple(e.arms), clip.ARM_POLICIES)(evidence) == pytest.approx(0.168625)
+    assert len([g for g in e.gates if g.kind == "power"]) == 2 and len([g for g in e.gates if g.kind == "gain"]) == 4
+
+
 def test_aggregation_version_3_1_by_hand():
     """T6 after its negative 576-step pilot (`designs/aggregation.py`, 2026-11-28): 1,152 steps at lr 1e-4, 24 seeds,
     its gain and power gates worked by hand on that pilot's own held-out accuracies."""
