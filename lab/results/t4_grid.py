@@ -17,7 +17,7 @@ pilot or grid seed). For each candidate the grid reads:
     python lab/results/t4_grid.py sharpen K --output-dir D            # builds D/candidate-rlK
     python lab/results/t4_grid.py scale T --output-dir D              # builds D/candidate-sT
     python lab/results/t4_grid.py run SPEC EPS [STEPS] --output-dir D  # SPEC 0 (the base-like policy), rlK or sT
-    python lab/results/t4_grid.py summarize D --json lab/results/t4_grid.json
+    python lab/results/t4_grid.py summarize D --json lab/results/t4_grid.json --made "..."
 """
 
 from __future__ import annotations
@@ -91,11 +91,11 @@ def run(spec: str, eps: float, output_dir: str, steps: int = STEPS) -> None:
     run_arm(a, GRID_SEED, output_dir, progress=False, eval_problems=EVAL_PROBLEMS)
 
 
-def summarize(output_dir: str) -> dict:
+def summarize(output_dir: str, made: str | None = None) -> dict:
     from trl_lite_lab.design import EVAL_PROBLEMS
     from trl_lite_lab.results import initial_path, run_folder, train_measures
 
-    out = {"made_by": f"python lab/results/t4_grid.py summarize {output_dir}", "candidates": []}
+    out = {"made_by": f"python lab/results/t4_grid.py summarize {output_dir}", "made": made, "candidates": []}
     specs = ["0"] + sorted(n.removeprefix("candidate-") for n in os.listdir(output_dir) if n.startswith("candidate-"))
     for spec in specs:
         policy = candidate(spec, output_dir)
@@ -105,20 +105,22 @@ def summarize(output_dir: str) -> dict:
         with open(path, encoding="utf-8") as f:
             initial = json.load(f)
         row = {"candidate": spec, "policy": policy, "initial_acc": initial["acc"],
-               "initial_entropy": initial["entropy"], "arms": []}
+               "initial_entropy": initial["entropy"], "initial_fork_entropy": initial["fork_entropy"],
+               "initial_pass@4": initial["pass@4"], "arms": []}
         for eps, steps in ((eps, steps) for steps in (STEPS // 2, STEPS) for eps in (0.2, 0.28)):
             folder = run_folder(output_dir, grid_arm(policy, eps, steps), GRID_SEED)
             result_path = os.path.join(folder, "result.json")
             if not os.path.exists(result_path):
                 continue
             with open(result_path, encoding="utf-8") as f:
-                held = json.load(f)["eval"]
+                result = json.load(f)
+            held, held_wall = result["eval"], result["wall_s"]
             train = train_measures(folder)
             positive = train["pos_adv_tokens"]
             row["arms"].append({"epsilon_high": eps, "steps": steps, "acc": held["acc"], "gain": held["acc"] - initial["acc"],
                                 "entropy": held["entropy"], "train_rise": held["train_rise"],
                                 "update_norm": held["update_norm"], "band": train["ratio_band_tokens"] / positive,
-                                "clip_high_frac": train.get("clip_high_frac")})
+                                "clip_high_frac": train.get("clip_high_frac"), "wall_s": held_wall})
         out["candidates"].append(row)
     return out
 
@@ -129,6 +131,7 @@ def main() -> None:
     parser.add_argument("args", nargs="*")
     parser.add_argument("--output-dir", default="lab/results/t4grid-work")
     parser.add_argument("--json")
+    parser.add_argument("--made", help="when and how the runs were made, recorded with the summary")
     a = parser.parse_args()
     if a.command == "sharpen":
         sharpen(int(a.args[0]), a.output_dir)
@@ -137,7 +140,7 @@ def main() -> None:
     elif a.command == "run":
         run(a.args[0], float(a.args[1]), a.output_dir, *map(int, a.args[2:3]))
     else:
-        summary = summarize(a.args[0] if a.args else a.output_dir)
+        summary = summarize(a.args[0] if a.args else a.output_dir, a.made)
         text = json.dumps(summary, indent=1)
         print(text)
         if a.json:
