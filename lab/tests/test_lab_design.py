@@ -346,7 +346,8 @@ def test_clip_higher_version_3_1_by_hand():
     for name in base:
         expected = base[name] / 0.6 if name == "model.norm.weight" else base[name]
         torch.testing.assert_close(sharp[name], expected, rtol=1e-6, atol=0.0)
-    # the grid that chose this design trained its aligned 0.2 arm (lab/results/t4_grid.py, candidate "s0.6")
+    # the grid that chose this design (lab/results/t4_grid.py) trained its base 0.2 arm, and its aligned 0.2 arm from a
+    # candidate with these weights under another name ("s0.6", built by the same lab/scripts/sharpen_policy.py)
     results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
     spec = importlib.util.spec_from_file_location("t4_grid", os.path.join(results, "t4_grid.py"))
     grid = importlib.util.module_from_spec(spec)
@@ -379,6 +380,46 @@ def test_clip_higher_version_3_1_by_hand():
     evidence = {"runs": {1000: runs}, "initial": {"carry-small-sharp": {"acc": 0.5405}, "carry-small": {"acc": 0.52725}}}
     assert design.mean_gain(tuple(e.arms), clip.ARM_POLICIES)(evidence) == pytest.approx(0.168625)
     assert len([g for g in e.gates if g.kind == "power"]) == 2 and len([g for g in e.gates if g.kind == "gain"]) == 4
+
+
+def test_t4_reading_by_hand():
+    """`lab/results/t4_reading.py`: the base half's distribution-free interval for the median and the per-seed
+    comparison of accuracy effects with weight-distance differences, worked by hand on a 6-seed summary."""
+    import importlib.util
+
+    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+    spec = importlib.util.spec_from_file_location("t4_reading", os.path.join(results, "t4_reading.py"))
+    reading = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reading)
+    # n = 6: k = 1 gives 2 x P(Binomial(6, 1/2) <= 0) = 2 / 64 = 0.03125 <= 0.05; k = 2 gives 2 x 7 / 64 = 0.219:
+    # the interval is the smallest and largest seed, coverage 1 - 0.03125 = 0.96875
+    assert reading.median_interval([0.03, -0.01, 0.02, 0.06, 0.05, 0.04]) == (-0.01, 0.06, 0.96875)
+    # n = 32: 2 x P(<= 9) = 0.0201 and 2 x P(<= 10) = 0.0501, so k = 10: the 10th smallest and 10th largest
+    assert reading.median_interval(list(range(32)))[:2] == (9, 22)
+    with pytest.raises(ValueError, match="5 seeds are too few"):  # 2 / 32 = 0.0625 > 0.05 already at k = 1
+        reading.median_interval([1, 2, 3, 4, 5])
+    # two seeds: aligned 0.2 / 0.28 weight distance 1.0 / 1.2 and 1.0 / 0.9; base 1.5 / 1.4 and 1.5 / 1.5
+    # aligned differences +0.2, -0.1; base -0.1, 0.0; interaction differences +0.3, -0.1
+    # effects: T4 aligned +0.02, +0.01 (same sign as the distance on seed 0 only); interaction +0.03, -0.02 (both)
+    per = {"weight distance aligned 0.2": [1.0, 1.0], "weight distance aligned 0.28": [1.2, 0.9],
+           "weight distance base 0.2": [1.5, 1.5], "weight distance base 0.28": [1.4, 1.5],
+           "base-like, epsilon_high 0.28 - 0.2": [-0.01, 0.05],
+           **{f"{m} {k}, 0.28 - 0.2": [0.001, -0.002] for m in ("token entropy", "pass@4") for k in ("aligned", "base")}}
+    summary = {"takeaways": [{"id": "T4", "details": {k: {"per_seed": v} for k, v in per.items()},
+                              "tests": [{"name": "T4 aligned", "per_seed": [0.02, 0.01]},
+                                        {"name": "T4 aligned vs base", "per_seed": [0.03, -0.02]}]}]}
+    with pytest.raises(ValueError, match="2 seeds are too few"):
+        reading.reading(summary)
+    summary["takeaways"][0]["details"]["base-like, epsilon_high 0.28 - 0.2"]["per_seed"] = [-0.01, 0.05] * 3
+    out = reading.reading(summary)
+    assert out["base_half"]["median_interval"] == [-0.01, 0.05] and out["base_half"]["positive"] == 3
+    sizes = out["update_size"]
+    assert sizes["T4 aligned"]["distance_difference_per_seed"] == pytest.approx([0.2, -0.1])
+    assert sizes["T4 aligned"]["same_sign"] == 1
+    assert sizes["T4 aligned vs base"]["distance_difference_per_seed"] == pytest.approx([0.3, -0.1])
+    assert sizes["T4 aligned vs base"]["same_sign"] == 2
+    assert out["exploration"]["pass@4 aligned, 0.28 - 0.2"] == {"mean": pytest.approx(-0.0005), "median": -0.0005,
+                                                                "positive": 1, "negative": 1}
 
 
 def test_aggregation_version_3_1_by_hand():
