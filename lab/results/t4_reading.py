@@ -16,6 +16,9 @@ Not part of the engine: it decides no label.
   policy ended with higher token entropy and pass@4 than its 0.2 arm (held-out, `details`) says whether the wording
   "explore" is earned; otherwise the write-up says "raised accuracy".
 
+- **Spread** (added 2026-11-28 after the runs reported, at a second independent review's request; exploratory, no
+  test): each arm's standard deviation and lowest value of held-out accuracy over seeds.
+
     python lab/results/t4_reading.py lab/results/summary.json --json lab/results/t4_reading.json
 """
 
@@ -78,6 +81,8 @@ def reading(summary: dict) -> dict:
         values = _per_seed(t4, key)
         out["exploration"][key] = {"mean": statistics.mean(values), "median": statistics.median(values),
                                    "positive": sum(v > 0 for v in values), "negative": sum(v < 0 for v in values)}
+    out["spread"] = {label: {"sd": statistics.stdev(values), "min": min(values)}
+                     for label in distance for values in [_per_seed(t4, f"accuracy {label}")]}
     return out
 
 

@@ -401,7 +401,8 @@ def test_t4_reading_by_hand():
     # two seeds: aligned 0.2 / 0.28 weight distance 1.0 / 1.2 and 1.0 / 0.9; base 1.5 / 1.4 and 1.5 / 1.5
     # aligned differences +0.2, -0.1; base -0.1, 0.0; interaction differences +0.3, -0.1
     # effects: T4 aligned +0.02, +0.01 (same sign as the distance on seed 0 only); interaction +0.03, -0.02 (both)
-    per = {"weight distance aligned 0.2": [1.0, 1.0], "weight distance aligned 0.28": [1.2, 0.9],
+    per = {**{f"accuracy {label}": [0.70, 0.74] for label in ("aligned 0.2", "aligned 0.28", "base 0.2", "base 0.28")},
+           "weight distance aligned 0.2": [1.0, 1.0], "weight distance aligned 0.28": [1.2, 0.9],
            "weight distance base 0.2": [1.5, 1.5], "weight distance base 0.28": [1.4, 1.5],
            "base-like, epsilon_high 0.28 - 0.2": [-0.01, 0.05],
            **{f"{m} {k}, 0.28 - 0.2": [0.001, -0.002] for m in ("token entropy", "pass@4") for k in ("aligned", "base")}}
@@ -418,6 +419,8 @@ def test_t4_reading_by_hand():
     assert sizes["T4 aligned"]["same_sign"] == 1
     assert sizes["T4 aligned vs base"]["distance_difference_per_seed"] == pytest.approx([0.3, -0.1])
     assert sizes["T4 aligned vs base"]["same_sign"] == 2
+    # spread: sd of 0.70, 0.74 = sqrt(2 x 0.02^2 / 1) = 0.028284; lowest 0.70
+    assert out["spread"]["base 0.28"] == {"sd": pytest.approx(0.0282843, abs=1e-6), "min": 0.70}
     assert out["exploration"]["pass@4 aligned, 0.28 - 0.2"] == {"mean": pytest.approx(-0.0005), "median": -0.0005,
                                                                 "positive": 1, "negative": 1}
 
