@@ -51,7 +51,7 @@ def grid_arm(policy: str, eps: float, steps: int = STEPS):
 
 
 def sharpen(k: int, output_dir: str) -> None:
-    """`k` steps of RL from the base-like policy, saved with its tokenizer as `sharpened-k`."""
+    """`k` steps of RL from the base-like policy, saved with its tokenizer as `candidate-rlK`."""
     from trl_lite.runs import run_one
     from trl_lite_lab.design import policy_dir
     from trl_lite_lab.training import LabTrainer, train_set
