@@ -30,6 +30,7 @@ import statistics
 import sys
 
 ALPHA = 0.05
+ARMS = ("aligned 0.2", "aligned 0.28", "base 0.2", "base 0.28")  # T4's arms (`designs/clip.py`)
 
 
 def median_interval(values: list[float], alpha: float = ALPHA) -> tuple[float, float, float]:
@@ -59,8 +60,7 @@ def reading(summary: dict) -> dict:
     (t4,) = [e for e in summary["takeaways"] if e["id"] == "T4"]
     base = _per_seed(t4, "base-like, epsilon_high 0.28 - 0.2")
     low, high, coverage = median_interval(base)
-    distance = {label: _per_seed(t4, f"weight distance {label}")
-                for label in ("aligned 0.2", "aligned 0.28", "base 0.2", "base 0.28")}
+    distance = {label: _per_seed(t4, f"weight distance {label}") for label in ARMS}
     d_aligned = [b - a for a, b in zip(distance["aligned 0.2"], distance["aligned 0.28"])]
     d_base = [b - a for a, b in zip(distance["base 0.2"], distance["base 0.28"])]
     d_interaction = [a - b for a, b in zip(d_aligned, d_base)]
@@ -81,8 +81,8 @@ def reading(summary: dict) -> dict:
         values = _per_seed(t4, key)
         out["exploration"][key] = {"mean": statistics.mean(values), "median": statistics.median(values),
                                    "positive": sum(v > 0 for v in values), "negative": sum(v < 0 for v in values)}
-    out["spread"] = {label: {"sd": statistics.stdev(values), "min": min(values)}
-                     for label in distance for values in [_per_seed(t4, f"accuracy {label}")]}
+    accuracy = {label: _per_seed(t4, f"accuracy {label}") for label in ARMS}
+    out["spread"] = {label: {"sd": statistics.stdev(values), "min": min(values)} for label, values in accuracy.items()}
     return out
 
 

@@ -9,11 +9,10 @@
   version 2's superseded results (`lab/results/v2/`), version 3.0's (`lab/results/v3.0/`) and version 3.1's first
   design's (`lab/results/v3.1-720/`) and second design's on its first machine (`lab/results/v3.1-machine-1/`) and in
   the family of 7 (`lab/results/v3.1-family-7/`) and of 10 (`lab/results/v3.1-family-10/`), the methods study
-  `lab/results/variance_study.json`,
-  `lab/results/feasibility.json` (what a fair test would take), the clip grid `lab/results/clip_grid.json`, T8's
-  exploratory runs `lab/results/t8_grid.json`, T4's design grid `lab/results/t4_grid.json` and its reading
-  `lab/results/t4_reading.json`, or the definitions (a gate's threshold, a margin, a setting), at the
-  precision printed: a figure typed from memory, or left from an older lab, fails here.
+  `lab/results/variance_study.json`, `lab/results/feasibility.json` (what a fair test would take), the clip grid
+  `lab/results/clip_grid.json`, T8's exploratory runs `lab/results/t8_grid.json`, T4's design grid
+  `lab/results/t4_grid.json` and its reading `lab/results/t4_reading.json`, or the definitions (a gate's threshold, a
+  margin, a setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
 
 import glob
@@ -54,7 +53,7 @@ def committed_numbers() -> list[float]:
                  os.path.join(LAB, "null.json"), os.path.join(LAB, "variance_study.json"),
                  os.path.join(LAB, "feasibility.json"), os.path.join(LAB, "clip_grid.json"),
                  os.path.join(LAB, "t8_grid.json"), os.path.join(LAB, "t4_grid.json"),
-                 *glob.glob(os.path.join(LAB, "t4_reading.json")),  # once T4 has reported
+                 os.path.join(LAB, "t4_reading.json"),
                  *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True),
                  *glob.glob(os.path.join(LAB, "v2", "*.json")),  # version 2's results, kept as its history
                  *glob.glob(os.path.join(LAB, "v3.0", "*.json")),  # and version 3.0's
