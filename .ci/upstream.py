@@ -2,6 +2,7 @@
 
     python .ci/upstream.py changes        # the installed packages that differ from the reference; exit 0
     python .ci/upstream.py docs-changed   # exit 0 when a tool of the docs site (babel, mkdocs, ...) changed
+    python .ci/upstream.py docs-only      # exit 0 when something changed and all of it is the docs site's tools
     python .ci/upstream.py demo           # the demo's table on this stack against the README's (reference) figures
     python .ci/upstream.py broke LOG      # after a failed suite: what broke (the failed tests) and what changed
 
@@ -90,15 +91,25 @@ DOCS_TOOLING = ("babel", "mkdocs", "mkdocs-material", "mkdocs-material-extension
                 "markdown", "paginate", "ghp-import", "griffe")
 
 
-def docs_changed() -> int:
-    """0 when a package of the docs site's tooling (`DOCS_TOOLING`) changed since the reference, 1 otherwise."""
+def _changed_names() -> set[str]:
     import contextlib
     import io
 
     with contextlib.redirect_stdout(io.StringIO()):
         changed = changes()
-    names = {line.split()[0].lower() for line in changed}
-    return 0 if names & set(DOCS_TOOLING) else 1
+    return {line.split()[0].lower() for line in changed}
+
+
+def docs_changed() -> int:
+    """0 when a package of the docs site's tooling (`DOCS_TOOLING`) changed since the reference, 1 otherwise."""
+    return 0 if _changed_names() & set(DOCS_TOOLING) else 1
+
+
+def docs_only() -> int:
+    """0 when some package changed and every one that did is the docs site's tooling (`DOCS_TOOLING`): then the docs
+    site's test is all the upstream stage runs (the product's suite imports none of them), 1 otherwise."""
+    names = _changed_names()
+    return 0 if names and names <= set(DOCS_TOOLING) else 1
 
 
 if __name__ == "__main__":
@@ -107,6 +118,8 @@ if __name__ == "__main__":
         changes()
     elif command == "docs-changed":
         sys.exit(docs_changed())
+    elif command == "docs-only":
+        sys.exit(docs_only())
     elif command == "demo":
         sys.exit(demo())
     elif command == "broke":
