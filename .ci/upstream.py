@@ -88,7 +88,7 @@ def broke(log: str) -> int:
 # stage then runs besides the rest)
 DOCS_TOOLING = ("babel", "mkdocs", "mkdocs-material", "mkdocs-material-extensions", "mkdocstrings",
                 "mkdocstrings-python", "mkdocs-jupyter", "mkdocs-get-deps", "mkdocs-autorefs", "pymdown-extensions",
-                "markdown", "paginate", "ghp-import", "griffe")
+                "markdown", "paginate", "ghp-import", "griffelib", "mergedeep")
 
 
 def _changed_names() -> set[str]:
