@@ -463,9 +463,9 @@ def test_every_experiment_checks_that_training_moved_each_arm():
     # gain (at least GAIN) and the training reward's rise (at least REWARD_RISE)
     for name in EXPERIMENTS.names():
         experiment = EXPERIMENTS[name]
-        if experiment.id == "T8":
-            continue  # its own two, below
         gates = [g for g in experiment.gates if g.kind in ("gain", "training-reward rise")]
+        if experiment.id == "T8":  # one more, below
+            gates = [g for g in gates if "twice the no-gain margin" not in g.name]
         assert gates and all(g.stage == "runs" and not g.at_most for g in gates), experiment.id
         assert len(gates) == 2 * len(experiment.arms), experiment.id
         for label in experiment.arms:
@@ -474,20 +474,59 @@ def test_every_experiment_checks_that_training_moved_each_arm():
             assert [g.kind for g in mine] == ["gain", "training-reward rise"], (experiment.id, label)
             assert [g.name.endswith(suffix) for g, suffix in zip(mine, ("(a gain)", "(a rise)"))] == [True, True]
         assert not [g for g in experiment.gates if g.kind == "movement"], experiment.id
-    # T8: two hand-made gates of kind "movement", built with the signed `gained`: the off arm must gain at least twice
-    # the no-gain margin (2 * 0.03 = 0.06), the on arm GAIN; no reward-rise gate
+    # T8 (version 3.1): besides its gain gates, the off arm must gain at least twice the no-gain margin (2 * 0.03 =
+    # 0.06), signed like every gain gate
     t8 = EXPERIMENTS["8"]
-    movement = [g for g in t8.gates if g.kind == "movement"]
-    assert [g.threshold for g in movement] == pytest.approx([0.06, GAIN]) and not [
-        g for g in t8.gates if g.kind in ("gain", "training-reward rise")]
-    assert [g.name.split(": ")[0] for g in movement] == ["off", "on"] and {g.stage for g in movement} == {"runs"}
+    (twice,) = [g for g in t8.gates if "twice the no-gain margin" in g.name]
+    assert (twice.kind, twice.stage, twice.at_most) == ("gain", "runs", False)
+    assert twice.threshold == pytest.approx(0.06) and twice.name.startswith("off: ")
     # signed: off fell from 0.40 to (0.33 + 0.35 + 0.31) / 3 = 0.33 at 124 tokens -> -0.07, which |-0.07| >= 0.06
-    # would pass; on rose to (0.45 + 0.43 + 0.44) / 3 = 0.44 -> +0.04 >= 0.03
+    # would pass; at (0.45 + 0.47 + 0.46) / 3 = 0.46 -> +0.06 it passes, at +0.04 (0.44 each) it does not
     evidence = {"runs": _runs({"off": [0.33, 0.35, 0.31], "on": [0.45, 0.43, 0.44]}, "acc@long"),
                 "initial": {"verbose": {"acc@long": 0.40}}}
-    values = [g.value(evidence) for g in movement]
-    assert values == pytest.approx([-0.07, 0.04])
-    assert [g.passes(v) for g, v in zip(movement, values)] == [False, True]
+    assert twice.value(evidence) == pytest.approx(-0.07) and not twice.passes(twice.value(evidence))
+    evidence["runs"] = _runs({"off": [0.45, 0.47, 0.46], "on": [0.45, 0.43, 0.44]}, "acc@long")
+    assert twice.value(evidence) == pytest.approx(0.06) and twice.passes(twice.value(evidence))
+    evidence["runs"] = _runs({"off": [0.44, 0.44, 0.44], "on": [0.45, 0.43, 0.44]}, "acc@long")
+    assert twice.value(evidence) == pytest.approx(0.04) and not twice.passes(twice.value(evidence))
+
+
+def test_t8_loops_against_the_initial_policy_and_the_off_arm_by_hand():
+    # issue 38: T8's loop share against the initial policy's AND the off arm's; per seed, on - max(initial, off)
+    (loops,) = [p for p in EXPERIMENTS["8"].primaries if p.name == "T8 loops"]
+    assert loops.margin is None  # directional: positive is the paper's direction
+
+    def runs(on, off, initial):
+        return {"on": {"eval": {"unending_share@long": on}, "initial": {"unending_share@long": initial}},
+                "off": {"eval": {"unending_share@long": off}, "initial": {"unending_share@long": initial}}}
+
+    # on 0.99, off 0.90, initial 0.948 -> 0.99 - max(0.948, 0.90) = 0.99 - 0.948 = +0.042 (above both)
+    assert loops.effect(runs(0.99, 0.90, 0.948)) == pytest.approx(0.042)
+    # on 0.95 above the initial 0.948 but below off 0.97 -> 0.95 - 0.97 = -0.02: against the off arm, not the paper's
+    assert loops.effect(runs(0.95, 0.97, 0.948)) == pytest.approx(-0.02)
+    # off cut nothing (NaN share): compared with the initial policy alone, 0.95 - 0.948 = +0.002
+    assert loops.effect(runs(0.95, float("nan"), 0.948)) == pytest.approx(0.002)
+    # the version 2 test (on - initial) would have read +0.002 in the second case too: the off arm decides there
+    details = EXPERIMENTS["8"].details
+    assert details["unending share of cut at 124 tokens, on - initial"](runs(0.95, 0.97, 0.948)) == pytest.approx(0.002)
+    assert details["unending share of cut at 124 tokens, on - off"](runs(0.95, 0.97, 0.948)) == pytest.approx(-0.02)
+
+
+def test_t7_and_t8_take_t6s_update_rule():
+    # version 3.1 (2026-11-28): lr 1e-4 and 1,152 steps, as T6's arms, 24 registered seeds, 2 pilot seeds
+    for name in ("7", "8"):
+        experiment = EXPERIMENTS[name]
+        assert (experiment.seeds, experiment.pilot_seeds) == (24, 2)
+        for a in experiment.arms.values():
+            assert (a.steps, a.settings["learning_rate"]) == (1152, 1e-4) == (
+                EXPERIMENTS["6"].arms["base token"].steps, EXPERIMENTS["6"].arms["base token"].settings["learning_rate"])
+    # T7's power gate divides by the arms' mean gain at 28 tokens: off +0.08, on +0.04 -> (0.08 + 0.04) / 2 = 0.06
+    (power,) = [g for g in EXPERIMENTS["7"].gates if g.kind == "power"]
+    from trl_lite_lab.designs.overlong import _t7_gain
+
+    evidence = {"runs": _runs({"off": [0.53, 0.53], "on": [0.49, 0.49]}, "acc@tight"),
+                "initial": {"scratch": {"acc@tight": 0.45}}}
+    assert _t7_gain(evidence) == pytest.approx(0.06) and power.at_most and power.threshold == 0.5
 
 
 def test_gate_passes_with_the_pilots_margin():
