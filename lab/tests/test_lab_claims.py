@@ -11,7 +11,9 @@
   the family of 7 (`lab/results/v3.1-family-7/`), of 10 (`lab/results/v3.1-family-10/`) and of 12 before T2 reported
   (`lab/results/v3.1-family-12/`), the methods study
   `lab/results/variance_study.json`, `lab/results/feasibility.json` (what a fair test would take), the clip grid
-  `lab/results/clip_grid.json`, T8's exploratory runs `lab/results/t8_grid.json`, T4's design grid
+  `lab/results/clip_grid.json`, T8's exploratory runs `lab/results/t8_grid.json` and its pilot's reading
+  `lab/results/t8_reading.json`, T5's update grid
+  `lab/results/t5_grid.json`, T4's design grid
   `lab/results/t4_grid.json` and its reading `lab/results/t4_reading.json`, or the definitions (a gate's threshold, a
   margin, a setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
@@ -53,7 +55,8 @@ def committed_numbers() -> list[float]:
     for path in [os.path.join(LAB, "summary.json"), os.path.join(LAB, "audit.json"), os.path.join(LAB, "builds.json"),
                  os.path.join(LAB, "null.json"), os.path.join(LAB, "variance_study.json"),
                  os.path.join(LAB, "feasibility.json"), os.path.join(LAB, "clip_grid.json"),
-                 os.path.join(LAB, "t8_grid.json"), os.path.join(LAB, "t4_grid.json"),
+                 os.path.join(LAB, "t8_grid.json"), os.path.join(LAB, "t5_grid.json"),
+                 os.path.join(LAB, "t8_reading.json"), os.path.join(LAB, "t4_grid.json"),
                  os.path.join(LAB, "t4_reading.json"),
                  *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True),
                  *glob.glob(os.path.join(LAB, "v2", "*.json")),  # version 2's results, kept as its history
