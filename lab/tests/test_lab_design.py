@@ -34,7 +34,7 @@ from trl_lite_lab.experiments import (
 )
 from trl_lite_lab.fingerprint import fingerprints
 from trl_lite_lab.stats import detectable_effect, mde
-from trl_lite_lab.sumk import recheck_outcome, write_completion
+from trl_lite_lab.sumk import connective_after_drops, recheck_outcome, write_completion
 
 PROBLEM = "a7+b8+c3+d9"  # 7 + 8 = 15 (carries), + 3 = 18 (no carry), + 9 = 27 (carries)
 
@@ -62,6 +62,53 @@ def test_recheck_outcome_by_hand():
     assert recheck_outcome("chkb8=5;chkb8=15;so\\boxed{15}", "7+8") is None
 
 
+def test_connective_after_drops_reads_the_token_not_the_fix():
+    # PROBLEM: 7 + 8 = 15 (carries), + 3 = 18, + 9 = 27 (carries)
+    # b8 written 5 (dropped), then `chk`: "chk", whatever the rewrite says
+    assert connective_after_drops("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) == "chk"
+    # `chk` then the same error again (5): still "chk" (recheck_outcome reads "kept": the fix failed); the credit link
+    # counts this completion's wrong answer against `chk`
+    text = "chkb8=5;chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"
+    assert connective_after_drops(text, PROBLEM) == "chk" and recheck_outcome(text, PROBLEM) == "kept"
+    # `then` after the drop, the step written right after it anyway (a same-tag step: the running sum becomes 15):
+    # "other" (recheck_outcome reads "fixed", the tautology issue 38 names: it never looked at the token)
+    text = "chkb8=5;thenb8=15;thenc3=18;thend9=27;so\\boxed{27}"
+    assert connective_after_drops(text, PROBLEM) == "other" and recheck_outcome(text, PROBLEM) == "fixed"
+    # dropped and left alone with `then`: 5 + 3 = 8, 8 + 9 = 17 (a carry, written right): "other"
+    assert connective_after_drops("chkb8=5;thenc3=8;thend9=17;so\\boxed{17}", PROBLEM) == "other"
+    # two drops (b8 -> 5; after the rewrite 15, c3 -> 18, d9 -> 17 = 27 - 10), `chk` after the first, `so` after the
+    # second: "other" (every drop must be followed by `chk`)
+    assert connective_after_drops("chkb8=5;chkb8=15;thenc3=18;thend9=17;so\\boxed{17}", PROBLEM) == "other"
+    # ... and `chk` after both: "chk"
+    assert connective_after_drops("chkb8=5;chkb8=15;thenc3=18;thend9=17;chkd9=27;so\\boxed{27}", PROBLEM) == "chk"
+    # no drop, a right step written again after `chk`: None (the rewrite is not an addition on top of 15)
+    assert connective_after_drops("chkb8=15;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) is None
+    assert connective_after_drops("\\boxed{27}", PROBLEM) is None and connective_after_drops("chkb8=5;", "7+8") is None
+
+
+def test_recheck_measures_by_hand(monkeypatch):
+    # four completions of PROBLEM (answer 27), decoded by a tokenizer that returns the text it was given:
+    # 1 `chk` + right rewrite, right answer; 2 `chk` + the error again, wrong; 3 `then` + the error kept, wrong;
+    # 4 no drop, right
+    from trl_lite_lab.training import recheck_measures
+
+    class Echo:
+        def decode(self, ids):
+            return ids
+
+    texts = ["chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", "chkb8=5;chkb8=5;thenc3=8;thend9=17;so\\boxed{17}",
+             "chkb8=5;thenc3=8;thend9=17;so\\boxed{17}", "chkb8=15;thenc3=18;thend9=27;so\\boxed{27}"]
+    import trl_lite_lab.measure as measure
+
+    right = {t: t.endswith("{27}") for t in texts}
+    monkeypatch.setattr(measure, "is_correct", lambda ids, ended, answer, tokenizer: right[ids])
+    out = recheck_measures([[(t, True) for t in texts]], ["27"], [PROBLEM], Echo())
+    # recheck_outcome: 1 fixed (right), 2 kept (wrong), 3 kept (wrong): rate 1 / 3, link 1.0 - (0 + 0) / 2 = 1.0
+    assert out["recheck_rate"] == pytest.approx(1 / 3) and out["recheck_link"] == pytest.approx(1.0)
+    # the connective: 1 and 2 wrote `chk` (right, wrong), 3 `then` (wrong): rate 2 / 3, link (1 + 0) / 2 - 0 = 0.5
+    assert out["chk_after_drop_rate"] == pytest.approx(2 / 3) and out["connective_link"] == pytest.approx(0.5)
+
+
 def test_the_recheck_style_writes_what_recheck_outcome_reads():
     # carry_error 1, recheck 0: every carry dropped and left alone. 7+8 -> 5; 5+3 = 8; 8+9 = 17 carries -> 7
     text, ends = write_completion([7, 8, 3, 9], "recheck", random.Random(0), carry_error=1.0, recheck=0.0)
@@ -85,7 +132,7 @@ def test_the_recheck_style_writes_what_recheck_outcome_reads():
     assert seen == {None, "fixed", "kept"}
 
 
-def test_recheck_measures_by_hand():
+def test_recheck_measures_by_hand(monkeypatch):
     from trl_lite_lab.training import recheck_measures
     from trl_lite_lab.sumk import sumk_tokenizer
 
