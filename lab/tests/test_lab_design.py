@@ -86,27 +86,29 @@ def test_connective_after_drops_reads_the_token_not_the_fix():
     assert connective_after_drops("\\boxed{27}", PROBLEM) is None and connective_after_drops("chkb8=5;", "7+8") is None
 
 
-def test_recheck_measures_by_hand(monkeypatch):
-    # four completions of PROBLEM (answer 27), decoded by a tokenizer that returns the text it was given:
-    # 1 `chk` + right rewrite, right answer; 2 `chk` + the error again, wrong; 3 `then` + the error kept, wrong;
-    # 4 no drop, right
+def test_connective_measures_by_hand():
+    # the measures T5's credit gate reads, on the lab's own tokenizer (`chk`, `then`, `so` are single tokens)
+    from trl_lite_lab.sumk import sumk_tokenizer
     from trl_lite_lab.training import recheck_measures
 
-    class Echo:
-        def decode(self, ids):
-            return ids
+    tokenizer = sumk_tokenizer()
 
-    texts = ["chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", "chkb8=5;chkb8=5;thenc3=8;thend9=17;so\\boxed{17}",
-             "chkb8=5;thenc3=8;thend9=17;so\\boxed{17}", "chkb8=15;thenc3=18;thend9=27;so\\boxed{27}"]
-    import trl_lite_lab.measure as measure
+    def sample(text, ended=True):
+        return tokenizer(text, add_special_tokens=False)["input_ids"], ended
 
-    right = {t: t.endswith("{27}") for t in texts}
-    monkeypatch.setattr(measure, "is_correct", lambda ids, ended, answer, tokenizer: right[ids])
-    out = recheck_measures([[(t, True) for t in texts]], ["27"], [PROBLEM], Echo())
-    # recheck_outcome: 1 fixed (right), 2 kept (wrong), 3 kept (wrong): rate 1 / 3, link 1.0 - (0 + 0) / 2 = 1.0
-    assert out["recheck_rate"] == pytest.approx(1 / 3) and out["recheck_link"] == pytest.approx(1.0)
-    # the connective: 1 and 2 wrote `chk` (right, wrong), 3 `then` (wrong): rate 2 / 3, link (1 + 0) / 2 - 0 = 0.5
-    assert out["chk_after_drop_rate"] == pytest.approx(2 / 3) and out["connective_link"] == pytest.approx(0.5)
+    group = [sample("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}"),  # chk, fixed, right
+             sample("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", ended=False),  # chk, fixed, cut: wrong
+             sample("chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"),  # then, kept, wrong
+             sample("\\boxed{27}"),  # no drop: left out of both
+             sample("chkb8=5;chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"),  # chk, the error written again: kept, wrong
+             sample("chkb8=5;thenb8=15;thenc3=18;thend9=27;so\\boxed{27}")]  # then, the step again: fixed, right
+    out = recheck_measures([group], ["27"], [PROBLEM], tokenizer)
+    # read off the fix: fixed 1, 2, 6 (right, wrong, right), kept 3, 5 (wrong, wrong): rate 3 / 5, link 2 / 3 - 0
+    assert out["recheck_rate"] == pytest.approx(3 / 5) and out["recheck_link"] == pytest.approx(2 / 3)
+    # read off the token: `chk` 1, 2, 5 (right, wrong, wrong) -> 1 / 3; another token 3, 6 (wrong, right) -> 1 / 2:
+    # rate 3 / 5, link 1 / 3 - 1 / 2 = -1 / 6 (here the token carries no credit; the fix-based link says +2 / 3)
+    assert out["chk_after_drop_rate"] == pytest.approx(3 / 5)
+    assert out["connective_link"] == pytest.approx(-1 / 6)
 
 
 def test_the_recheck_style_writes_what_recheck_outcome_reads():
