@@ -65,5 +65,5 @@ def test_a_summary_moves_with_its_entries_and_their_pilot_records(migrate):
 def test_same_reads_nan_as_equal_to_nan_and_nothing_else(migrate):
     nan = float("nan")
     assert migrate._same({"a": [1.0, nan]}, {"a": [1.0, nan]})
-    assert not migrate._same({"a": 0.1}, {"a": 0.1 + 2.8e-17}  # one float step: not equal)
+    assert not migrate._same({"a": 0.1}, {"a": 0.1 + 2.8e-17})  # one float step apart: not equal
     assert not migrate._same({"a": 1.0}, {"a": 1.0, "b": 2.0}) and not migrate._same([1.0], [1.0, 2.0])
