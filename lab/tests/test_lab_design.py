@@ -155,6 +155,22 @@ def test_recheck_measures_by_hand(monkeypatch):
 ################
 # T5: connectives against other tokens of matched old probability
 ################
+def test_t5_version_3_1_by_hand():
+    # one arm: the recheck policy at epsilon_high 0.2 (the default), lr 1e-4, 4 passes per generation batch, 384 steps
+    # (24 generation batches of 4 optimizer steps, each batch used 4 times: 24 x 4 x 4 = 384); 24 seeds, 2 pilot seeds
+    e = EXPERIMENTS["5"]
+    (a,) = e.arms.values()
+    assert (a.policy, a.steps, a.settings["num_iterations"], a.settings["learning_rate"]) == ("recheck", 384, 4, 1e-4)
+    assert a.settings.get("epsilon_high", 0.2) == 0.2 and a.settings["steps_per_generation"] == 4
+    assert 384 == 24 * a.settings["num_iterations"] * a.settings["steps_per_generation"]
+    assert (e.seeds, e.pilot_seeds) == (24, 2)
+    # the credit gate reads the audit's connective_link (the token), at least 0.3; no power gate
+    credit = e.gates[0]
+    assert credit.value({"sumk/recheck/connective_link": 0.405, "sumk/recheck/recheck_link": 0.534}) == 0.405
+    assert credit.passes(0.405, AUDIT_MARGIN)  # 0.3 + 0.1 * 0.3 = 0.33 <= 0.405
+    assert not [g for g in e.gates if g.kind == "power"]
+
+
 def test_matched_excess_by_hand():
     from trl_lite_lab.designs.connectives import matched_excess
 
@@ -713,11 +729,12 @@ def test_a_pilot_whose_audit_gate_fails_runs_nothing_and_is_a_negative_pilot(tmp
     from trl_lite_lab.design import policy_dir, policy_sha256
     from trl_lite_lab.pilot import pilot, registration
 
-    # the audit is on record (T5 needs the recheck policy's recheck link): 0.2 < 0.3, so no margin is even needed
+    # the audit is on record (T5 needs the recheck policy's credit link, read off the connective): 0.2 < 0.3, so no
+    # margin is even needed
     (tmp_path / "audit.json").write_text(json.dumps({
         "engine_sha256": engine_sha256(), "weights/sumk/recheck": policy_sha256(policy_dir("sumk", "recheck")),
         "fingerprints/sumk/recheck": fingerprints(evaluations=[("sumk", "recheck")]),
-        "sumk/recheck/acc": 0.5, "sumk/recheck/recheck_link": 0.2}))
+        "sumk/recheck/acc": 0.5, "sumk/recheck/connective_link": 0.2}))
     record = pilot("5", str(tmp_path), progress=False)
     assert record["passed"] is False and record["not_run"] and not (tmp_path / "runs").exists()
     (gate,) = record["gates"]
@@ -728,7 +745,7 @@ def test_a_pilot_whose_audit_gate_fails_runs_nothing_and_is_a_negative_pilot(tmp
         (tmp_path / "pilots" / "T5.json").read_text())
     # 0.32 passes the gate but not with the audit margin (0.3 + 0.1 * 0.3 = 0.33): still a negative pilot
     audit = json.loads((tmp_path / "audit.json").read_text())
-    (tmp_path / "audit.json").write_text(json.dumps({**audit, "sumk/recheck/recheck_link": 0.32}))
+    (tmp_path / "audit.json").write_text(json.dumps({**audit, "sumk/recheck/connective_link": 0.32}))
     (gate,) = pilot("5", str(tmp_path), progress=False)["gates"]
     assert gate["passed"] is True and gate["passed_with_margin"] is False
 
@@ -856,6 +873,9 @@ def hashes():
     ("designs.aggregation", {"6"}, {"6"}),
     # clip scaling's own module since version 3.1 (it imports no other design module): T4 and T5 keep their hashes
     ("designs.clip_scaling", {"clip-scaling"}, {"clip-scaling"}),
+    # T5's own since version 3.1 (it no longer imports T4's `clip`), so redesigning it left T4's runs valid
+    ("designs.connectives", {"5"}, {"5"}),
+    ("designs.clip", {"4"}, {"4"}),
 ])
 def test_a_design_module_change_changes_exactly_its_experiments_hashes(monkeypatch, tmp_path, hashes, module, names,
                                                                        own):
@@ -876,8 +896,11 @@ def test_an_engine_change_changes_every_hash_and_the_report_none(monkeypatch, tm
 
 
 def test_a_design_module_change_changes_the_hashes_of_the_experiments_that_import_it(monkeypatch, tmp_path, hashes):
-    assert "designs.clip" in provenance.imports("designs.connectives")
-    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4", "5"}
+    # T1-T3 import the shared normalization module; T5, which imported T4's module until version 3.1, imports none
+    assert "designs.normalization" in provenance.imports("designs.normalization_t2")
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.normalization")) == {"1", "2", "3"}
+    assert not [m for m in provenance.imports("designs.connectives") if m.startswith("designs.")]
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4"}
 
 
 ################
