@@ -110,10 +110,15 @@ def check_measures(task: str, policy: str, old_record: dict, problems: int) -> l
     """The measures of `old_record` (an initial evaluation) that the new engine, evaluating again, gives otherwise."""
     from trl_lite_lab.runner import initial_eval
 
+    from trl_lite_lab.fingerprint import changed
+
     with tempfile.TemporaryDirectory() as tmp:
         new = initial_eval(task, policy, tmp, problems)  # at temperature 1, as the `--check` files are named
-    skip = {"engine_sha256", "product", "eval_s", "migrated"}
-    return [key for key in old_record if key not in skip and not _same(old_record[key], new.get(key))]
+    # the fingerprint holds the added measures too (it is the lab's evaluation, in float64, on a few problems): it is
+    # checked as the report checks it, on the measures it recorded (`fingerprint.changed`)
+    skip = {"engine_sha256", "product", "eval_s", "migrated", "fingerprints"}
+    differ = [key for key in old_record if key not in skip and not _same(old_record[key], new.get(key))]
+    return differ + changed(old_record.get("fingerprints"), evaluations=[(task, policy)])
 
 
 def move(record: dict, mapping: dict[str, str], migrated: dict) -> bool:

@@ -67,3 +67,20 @@ def test_same_reads_nan_as_equal_to_nan_and_nothing_else(migrate):
     assert migrate._same({"a": [1.0, nan]}, {"a": [1.0, nan]})
     assert not migrate._same({"a": 0.1}, {"a": 0.1 + 2.8e-17})  # one float step apart: not equal
     assert not migrate._same({"a": 1.0}, {"a": 1.0, "b": 2.0}) and not migrate._same([1.0], [1.0, 2.0])
+
+
+def test_an_evaluation_is_compared_on_the_measures_it_recorded(monkeypatch):
+    # an engine change that only adds measures (T5's connective_link) adds them to today's evaluation fingerprint too;
+    # a record made before it lacks them, which is no difference in what trl-lite computes
+    from trl_lite_lab import fingerprint
+
+    now = {"arms": {}, "evaluations": {"sumk/long": {"acc": 0.125, "connective_link": 0.5}}}
+    monkeypatch.setattr(fingerprint, "fingerprints", lambda arms=(), evaluations=(): now)
+    where = [("sumk", "long")]
+    assert fingerprint.changed({"evaluations": {"sumk/long": {"acc": 0.125}}}, evaluations=where) == []
+    # a recorded measure not computed today, or one whose value moved, still is a difference
+    assert fingerprint.changed({"evaluations": {"sumk/long": {"acc": 0.125, "gone": 1.0}}}, evaluations=where) == [
+        "evaluation sumk/long: gone: not computed now"]
+    (line,) = fingerprint.changed({"evaluations": {"sumk/long": {"acc": 0.25}}}, evaluations=where)
+    assert line.startswith("evaluation sumk/long: acc")
+    assert fingerprint.changed({"evaluations": {}}, evaluations=where) == ["evaluation sumk/long: not recorded"]
