@@ -169,7 +169,9 @@ def test_gates():
     assert [(g.kind, g.stage, g.threshold) for g in gain] == [("gain", "runs", 0.03),
                                                               ("training-reward rise", "runs", 0.0)]
     assert all(g.name.startswith("recheck 0.2: ") for g in gain)
-    assert credit.value({"sumk/recheck/recheck_link": 0.42}) == 0.42 and credit.passes(0.42)
+    # version 3.1: the link read off the connective token (`connective_link`), not off the fix (`recheck_link`)
+    assert credit.value({"sumk/recheck/connective_link": 0.42, "sumk/recheck/recheck_link": 0.1}) == 0.42
+    assert credit.passes(0.42) and not credit.passes(0.29)
 
     def run(strata):
         return {"recheck 0.2": {"train": {"strata": strata}}}
@@ -735,10 +737,10 @@ def test_lab_cli_tiny_pilot_run_report_and_resume(tmp_path):
     (out / "audit.json").write_text(json.dumps({
         "engine_sha256": engine_sha256(), "weights/sumk/recheck": _weights("sumk", "recheck"),
         "fingerprints/sumk/recheck": fingerprints(evaluations=[("sumk", "recheck")]),
-        "sumk/recheck/acc": 0.5, "sumk/recheck/recheck_link": 0.1}))
+        "sumk/recheck/acc": 0.5, "sumk/recheck/connective_link": 0.1}))
     piloted = _lab("pilot", "5", "--output-dir", str(out), cwd=ROOT)
     assert piloted.returncode == 0, piloted.stderr[-3000:]
-    assert "T5: pilot FAILED: recheck policy: accuracy after a fixed dropped carry" in piloted.stderr
+    assert "T5: pilot FAILED: recheck policy: accuracy after `chk` followed every dropped carry" in piloted.stderr
     record = json.loads((out / "pilots" / "T5.json").read_text())
     assert record["passed"] is False and "not_run" in record and record["effects"] == {}
     assert record["experiment_sha256"] == experiment_sha256(EXPERIMENTS["5"]) and record["seeds"] == [1000, 1001]
@@ -884,12 +886,12 @@ def test_audit_tiny(tmp_path):
         value = out[f"sumk/recheck/{key}"]
         assert math.isnan(value) or 0 <= value <= 1  # NaN where nothing was cut
     assert out["sumk/recheck/trunc_share@long"] <= out["sumk/recheck/trunc_share@tight"]  # 124 tokens cut less
-    assert "sumk/recheck/recheck_link" in out
+    assert "sumk/recheck/recheck_link" in out and "sumk/recheck/connective_link" in out
     assert "sumk/fork/acc" not in out  # only what the experiments asked for
     assert failed_audit_gates(EXPERIMENTS["1"], out) == []
     credit = EXPERIMENTS["5"].gates[0]
     assert [g for g, _ in failed_audit_gates(EXPERIMENTS["5"], out)] == (
-        [] if credit.passes(out["sumk/recheck/recheck_link"]) else [credit])
+        [] if credit.passes(out["sumk/recheck/connective_link"]) else [credit])
     text = (tmp_path / "audit.md").read_text()
     assert "## Audit gates" in text and "| T5 |" in text
     again = audit(str(tmp_path), ["1"])  # measured once, then read (NaN != NaN: compare as JSON)

@@ -34,7 +34,7 @@ from trl_lite_lab.experiments import (
 )
 from trl_lite_lab.fingerprint import fingerprints
 from trl_lite_lab.stats import detectable_effect, mde
-from trl_lite_lab.sumk import recheck_outcome, write_completion
+from trl_lite_lab.sumk import connective_after_drops, recheck_outcome, write_completion
 
 PROBLEM = "a7+b8+c3+d9"  # 7 + 8 = 15 (carries), + 3 = 18 (no carry), + 9 = 27 (carries)
 
@@ -62,6 +62,55 @@ def test_recheck_outcome_by_hand():
     assert recheck_outcome("chkb8=5;chkb8=15;so\\boxed{15}", "7+8") is None
 
 
+def test_connective_after_drops_reads_the_token_not_the_fix():
+    # PROBLEM: 7 + 8 = 15 (carries), + 3 = 18, + 9 = 27 (carries)
+    # b8 written 5 (dropped), then `chk`: "chk", whatever the rewrite says
+    assert connective_after_drops("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) == "chk"
+    # `chk` then the same error again (5): still "chk" (recheck_outcome reads "kept": the fix failed); the credit link
+    # counts this completion's wrong answer against `chk`
+    text = "chkb8=5;chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"
+    assert connective_after_drops(text, PROBLEM) == "chk" and recheck_outcome(text, PROBLEM) == "kept"
+    # `then` after the drop, the step written right after it anyway (a same-tag step: the running sum becomes 15):
+    # "other" (recheck_outcome reads "fixed", the tautology issue 38 names: it never looked at the token)
+    text = "chkb8=5;thenb8=15;thenc3=18;thend9=27;so\\boxed{27}"
+    assert connective_after_drops(text, PROBLEM) == "other" and recheck_outcome(text, PROBLEM) == "fixed"
+    # dropped and left alone with `then`: 5 + 3 = 8, 8 + 9 = 17 (a carry, written right): "other"
+    assert connective_after_drops("chkb8=5;thenc3=8;thend9=17;so\\boxed{17}", PROBLEM) == "other"
+    # two drops (b8 -> 5; after the rewrite 15, c3 -> 18, d9 -> 17 = 27 - 10), `chk` after the first, `so` after the
+    # second: "other" (every drop must be followed by `chk`)
+    assert connective_after_drops("chkb8=5;chkb8=15;thenc3=18;thend9=17;so\\boxed{17}", PROBLEM) == "other"
+    # ... and `chk` after both: "chk"
+    assert connective_after_drops("chkb8=5;chkb8=15;thenc3=18;thend9=17;chkd9=27;so\\boxed{27}", PROBLEM) == "chk"
+    # no drop, a right step written again after `chk`: None (the rewrite is not an addition on top of 15)
+    assert connective_after_drops("chkb8=15;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", PROBLEM) is None
+    assert connective_after_drops("\\boxed{27}", PROBLEM) is None and connective_after_drops("chkb8=5;", "7+8") is None
+
+
+def test_connective_measures_by_hand():
+    # the measures T5's credit gate reads, on the lab's own tokenizer (`chk`, `then`, `so` are single tokens)
+    from trl_lite_lab.sumk import sumk_tokenizer
+    from trl_lite_lab.training import recheck_measures
+
+    tokenizer = sumk_tokenizer()
+
+    def sample(text, ended=True):
+        return tokenizer(text, add_special_tokens=False)["input_ids"], ended
+
+    group = [sample("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}"),  # chk, fixed, right
+             sample("chkb8=5;chkb8=15;thenc3=18;thend9=27;so\\boxed{27}", ended=False),  # chk, fixed, cut: wrong
+             sample("chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"),  # then, kept, wrong
+             sample("\\boxed{27}"),  # no drop: left out of both
+             sample("chkb8=5;chkb8=5;thenc3=8;thend9=17;so\\boxed{17}"),  # chk, the error written again: kept, wrong
+             sample("chkb8=5;thenb8=15;thenc3=18;thend9=27;so\\boxed{27}")]  # then, the step again: fixed, right
+    out = recheck_measures([group], ["27"], [PROBLEM], tokenizer)
+    # read off the fix: fixed 1, 2, 6 (right, wrong, right), kept 3, 5 (wrong, wrong): rate 3 / 5, link 2 / 3 - 0
+    assert out["recheck_rate"] == pytest.approx(3 / 5) and out["recheck_link"] == pytest.approx(2 / 3)
+    # read off the token: `chk` 1, 2, 5 (right, wrong, wrong) -> 1 / 3; another token 3, 6 (wrong, right) -> 1 / 2:
+    # rate 3 / 5, link 1 / 3 - 1 / 2 = -1 / 6 (here the token carries no credit; the fix-based link says +2 / 3)
+    assert out["chk_after_drop_rate"] == pytest.approx(3 / 5)
+    assert out["connective_link"] == pytest.approx(-1 / 6)
+
+
 def test_the_recheck_style_writes_what_recheck_outcome_reads():
     # carry_error 1, recheck 0: every carry dropped and left alone. 7+8 -> 5; 5+3 = 8; 8+9 = 17 carries -> 7
     text, ends = write_completion([7, 8, 3, 9], "recheck", random.Random(0), carry_error=1.0, recheck=0.0)
@@ -85,7 +134,7 @@ def test_the_recheck_style_writes_what_recheck_outcome_reads():
     assert seen == {None, "fixed", "kept"}
 
 
-def test_recheck_measures_by_hand():
+def test_recheck_measures_by_hand(monkeypatch):
     from trl_lite_lab.training import recheck_measures
     from trl_lite_lab.sumk import sumk_tokenizer
 
@@ -106,6 +155,22 @@ def test_recheck_measures_by_hand():
 ################
 # T5: connectives against other tokens of matched old probability
 ################
+def test_t5_version_3_1_by_hand():
+    # one arm: the recheck policy at epsilon_high 0.2 (the default), lr 1e-4, 4 passes per generation batch, 384 steps
+    # (24 generation batches of 4 optimizer steps, each batch used 4 times: 24 x 4 x 4 = 384); 24 seeds, 2 pilot seeds
+    e = EXPERIMENTS["5"]
+    (a,) = e.arms.values()
+    assert (a.policy, a.steps, a.settings["num_iterations"], a.settings["learning_rate"]) == ("recheck", 384, 4, 1e-4)
+    assert a.settings.get("epsilon_high", 0.2) == 0.2 and a.settings["steps_per_generation"] == 4
+    assert 384 == 24 * a.settings["num_iterations"] * a.settings["steps_per_generation"]
+    assert (e.seeds, e.pilot_seeds) == (24, 2)
+    # the credit gate reads the audit's connective_link (the token), at least 0.3; no power gate
+    credit = e.gates[0]
+    assert credit.value({"sumk/recheck/connective_link": 0.405, "sumk/recheck/recheck_link": 0.534}) == 0.405
+    assert credit.passes(0.405, AUDIT_MARGIN)  # 0.3 + 0.1 * 0.3 = 0.33 <= 0.405
+    assert not [g for g in e.gates if g.kind == "power"]
+
+
 def test_matched_excess_by_hand():
     from trl_lite_lab.designs.connectives import matched_excess
 
@@ -664,11 +729,12 @@ def test_a_pilot_whose_audit_gate_fails_runs_nothing_and_is_a_negative_pilot(tmp
     from trl_lite_lab.design import policy_dir, policy_sha256
     from trl_lite_lab.pilot import pilot, registration
 
-    # the audit is on record (T5 needs the recheck policy's recheck link): 0.2 < 0.3, so no margin is even needed
+    # the audit is on record (T5 needs the recheck policy's credit link, read off the connective): 0.2 < 0.3, so no
+    # margin is even needed
     (tmp_path / "audit.json").write_text(json.dumps({
         "engine_sha256": engine_sha256(), "weights/sumk/recheck": policy_sha256(policy_dir("sumk", "recheck")),
         "fingerprints/sumk/recheck": fingerprints(evaluations=[("sumk", "recheck")]),
-        "sumk/recheck/acc": 0.5, "sumk/recheck/recheck_link": 0.2}))
+        "sumk/recheck/acc": 0.5, "sumk/recheck/connective_link": 0.2}))
     record = pilot("5", str(tmp_path), progress=False)
     assert record["passed"] is False and record["not_run"] and not (tmp_path / "runs").exists()
     (gate,) = record["gates"]
@@ -679,7 +745,7 @@ def test_a_pilot_whose_audit_gate_fails_runs_nothing_and_is_a_negative_pilot(tmp
         (tmp_path / "pilots" / "T5.json").read_text())
     # 0.32 passes the gate but not with the audit margin (0.3 + 0.1 * 0.3 = 0.33): still a negative pilot
     audit = json.loads((tmp_path / "audit.json").read_text())
-    (tmp_path / "audit.json").write_text(json.dumps({**audit, "sumk/recheck/recheck_link": 0.32}))
+    (tmp_path / "audit.json").write_text(json.dumps({**audit, "sumk/recheck/connective_link": 0.32}))
     (gate,) = pilot("5", str(tmp_path), progress=False)["gates"]
     assert gate["passed"] is True and gate["passed_with_margin"] is False
 
@@ -807,6 +873,9 @@ def hashes():
     ("designs.aggregation", {"6"}, {"6"}),
     # clip scaling's own module since version 3.1 (it imports no other design module): T4 and T5 keep their hashes
     ("designs.clip_scaling", {"clip-scaling"}, {"clip-scaling"}),
+    # T5's own since version 3.1 (it no longer imports T4's `clip`), so redesigning it left T4's runs valid
+    ("designs.connectives", {"5"}, {"5"}),
+    ("designs.clip", {"4"}, {"4"}),
 ])
 def test_a_design_module_change_changes_exactly_its_experiments_hashes(monkeypatch, tmp_path, hashes, module, names,
                                                                        own):
@@ -827,8 +896,11 @@ def test_an_engine_change_changes_every_hash_and_the_report_none(monkeypatch, tm
 
 
 def test_a_design_module_change_changes_the_hashes_of_the_experiments_that_import_it(monkeypatch, tmp_path, hashes):
-    assert "designs.clip" in provenance.imports("designs.connectives")
-    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4", "5"}
+    # T1-T3 import the shared normalization module; T5, which imported T4's module until version 3.1, imports none
+    assert "designs.normalization" in provenance.imports("designs.normalization_t2")
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.normalization")) == {"1", "2", "3"}
+    assert not [m for m in provenance.imports("designs.connectives") if m.startswith("designs.")]
+    assert _changed_names(hashes, _changed(monkeypatch, tmp_path, "designs.clip")) == {"4"}
 
 
 ################

@@ -12,7 +12,8 @@ Measures (`audit.json`, flat keys):
   `acc`, `would_be_correct_share@tight` (of the completions cut at 28 tokens, the share right with more room),
   `truncated_n` and `ending_share_of_truncated` (cut at 96 tokens; of those, the share that end by the horizon),
   `long_wrong_share`, `carry_drop_rate`, `trunc_share@tight` and `trunc_share@long` (the share cut at 28 and 124
-  tokens), `recheck_link` (accuracy after a dropped carry fixed by a recheck - after one left alone).
+  tokens), `recheck_link` (accuracy after a dropped carry fixed by a recheck - after one left alone),
+  `connective_link` (accuracy after `chk` followed every dropped carry - after another token followed one).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def _sumk_policy(output: dict, policy: str, output_dir: str, eval_problems: int)
         f"sumk/{policy}/trunc_share@tight": initial["trunc_share@tight"],
         f"sumk/{policy}/trunc_share@long": initial["trunc_share@long"],
         f"sumk/{policy}/recheck_link": initial["recheck_link"],
+        f"sumk/{policy}/connective_link": initial["connective_link"],
     })
 
 

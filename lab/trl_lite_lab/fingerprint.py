@@ -223,8 +223,8 @@ def fingerprints(arms=(), evaluations=()) -> dict:
 def changed(recorded: dict | None, arms=(), evaluations=()) -> list[str]:
     """Why a result that used `arms` (and the initial evaluations `evaluations`) no longer holds under today's
     trl-lite (empty: it holds): for each arm or initial evaluation whose recorded fingerprint (`recorded`, as
-    `fingerprints` returns it) differs from today's, the parts that differ. A result that recorded no fingerprint does
-    not hold."""
+    `fingerprints` returns it) differs from today's, the parts that differ; an evaluation is compared on the measures
+    it recorded. A result that recorded no fingerprint does not hold."""
     if not recorded:
         return ["no fingerprint recorded (made before fingerprints, or by hand)"]
     now = fingerprints(arms, evaluations)
@@ -232,6 +232,11 @@ def changed(recorded: dict | None, arms=(), evaluations=()) -> list[str]:
     for kind in ("arms", "evaluations"):
         for name, current in now[kind].items():
             old = recorded.get(kind, {}).get(name)
+            if old is not None and kind == "evaluations":
+                # a measure the lab's evaluation computes today that the record lacks was added to the lab after it
+                # (an engine change that only adds measures, moved by `lab/scripts/migrate_engine.py`): no difference
+                # in what trl-lite computes. A recorded measure not computed today still is one.
+                current = {k: v for k, v in current.items() if k in old}
             lines = ["not recorded"] if old is None else differences(old, current)
             out.extend(f"{kind[:-1]} {name}: {line}" for line in lines)
     return out

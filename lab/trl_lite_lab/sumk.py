@@ -218,3 +218,32 @@ def recheck_outcome(text: str, problem: str) -> str | None:
     if not dropped:
         return None
     return "fixed" if fixed == dropped else "kept"
+
+
+def connective_after_drops(text: str, problem: str) -> str | None:
+    """Which connective a completion wrote after its dropped carries (`problem` is the prompt, `a5+b6+c9`): `"chk"`
+    when every step that dropped a units carry is followed directly by the connective `chk`, `"other"` when one is
+    followed by anything else (`then`, `so`, another step), None when no step dropped a carry. The same step written
+    again right after (a recheck's rewrite, right or not) sets the running sum and is not an addition of its own.
+
+    Unlike `recheck_outcome`, which reads whether the dropped step was written again right, this reads the connective
+    token itself: Takeaway 5's credit link is what choosing `chk` at the fork does for the answer, including a `chk`
+    followed by a rewrite that repeats the error (issue 38)."""
+    first = re.match(r"a(\d)", problem)
+    if first is None:
+        return None
+    total, found = int(first.group(1)), list(STEP.finditer(text))
+    dropped = checked = i = 0
+    while i < len(found):
+        step = found[i]
+        tag, digit, result = step.group(1), int(step.group(2)), int(step.group(3))
+        carries, right = total % 10 + digit >= 10, total + digit
+        total, i = result, i + 1
+        if carries and result == right - 10:
+            dropped += 1
+            checked += text.startswith(";chk", step.end())
+        if i < len(found) and found[i].group(1) == tag:  # the same step written again
+            total, i = int(found[i].group(3)), i + 1
+    if not dropped:
+        return None
+    return "chk" if checked == dropped else "other"

@@ -195,16 +195,29 @@ def evaluate(task: str, model, tokenizer, problems: int = EVAL_PROBLEMS, tempera
 def recheck_measures(groups, answers: list[str], problems: list[str], tokenizer) -> dict:
     """Takeaway 5's link between the connective and the reward, on full samples: `recheck_rate` (of the completions
     that dropped a carry, the share that fixed every drop with a `chk` recheck) and `recheck_link` (accuracy of those
-    completions - accuracy of the ones that kept a drop). NaN where no completion did either."""
-    from .sumk import recheck_outcome
+    completions - accuracy of the ones that kept a drop), read off whether the step was written again right; and,
+    read off the connective token itself (`sumk.connective_after_drops`), `chk_after_drop_rate` (of the completions
+    that dropped a carry, the share that wrote `chk` after every drop) and `connective_link` (accuracy of those - of
+    the ones that wrote another token after a drop). NaN where no completion did either."""
     from .measure import is_correct
+    from .sumk import connective_after_drops, recheck_outcome
 
     right: dict[str, list[float]] = {"fixed": [], "kept": []}
+    after: dict[str, list[float]] = {"chk": [], "other": []}
     for group, answer, problem in zip(groups, answers, problems):
         for ids, ended in group:
-            outcome = recheck_outcome(tokenizer.decode(ids), problem)
+            text = tokenizer.decode(ids)
+            outcome, connective = recheck_outcome(text, problem), connective_after_drops(text, problem)
+            if outcome is None and connective is None:
+                continue
+            correct = float(is_correct(ids, ended, answer, tokenizer))
             if outcome is not None:
-                right[outcome].append(float(is_correct(ids, ended, answer, tokenizer)))
+                right[outcome].append(correct)
+            if connective is not None:
+                after[connective].append(correct)
     dropped = len(right["fixed"]) + len(right["kept"])
+    chk_dropped = len(after["chk"]) + len(after["other"])
     return {"recheck_rate": len(right["fixed"]) / dropped if dropped else float("nan"),
-            "recheck_link": mean(right["fixed"]) - mean(right["kept"])}
+            "recheck_link": mean(right["fixed"]) - mean(right["kept"]),
+            "chk_after_drop_rate": len(after["chk"]) / chk_dropped if chk_dropped else float("nan"),
+            "connective_link": mean(after["chk"]) - mean(after["other"])}

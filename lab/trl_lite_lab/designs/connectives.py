@@ -13,11 +13,36 @@ per-token counterpart of matching on entropy that the trainer's hook can see). T
 rate minus other tokens' clip rate in the same bin, averaged over bins with the connectives' eligible counts as
 weights.
 
-Version 3 (issue 38), 2026-11-27: not yet redesigned. The engine's gates are now signed (`design.gain_gates`: every
-arm must gain +0.03 held-out accuracy and raise its training reward) and its test is the exact sign-flip test, so
-these definitions changed and their version 2 pilots register nothing; version 2's runs, in which every arm lost
-held-out accuracy, are superseded (`lab/results/README.md`). Until a redesign is piloted, T5 is untestable (no
-pilot).
+Version 3 (issue 38), 2026-11-27: not yet redesigned; version 2's runs, in which every arm lost held-out accuracy,
+are superseded (`lab/results/README.md`).
+
+Version 3.1, fixed 2026-11-28 (issue 38) before any pilot of it, with an engine change made for it:
+
+- **A credit link read off the connective.** Issue 38 found version 2's gate nearly a tautology: it compared accuracy
+  after a dropped carry that was written again right with accuracy after one left alone (`sumk.recheck_outcome`),
+  which is high by construction and never reads the `chk` token. The gate now reads the token
+  (`sumk.connective_after_drops`, the audit's `connective_link`): accuracy of the completions that wrote `chk` after
+  every dropped carry minus accuracy of those that wrote another token after one, a `chk` followed by the same error
+  counting against `chk`. Still at least 0.3. On fresh samples of the recheck policy, measured before this design
+  (2026-11-28 23:38 UTC, 1,000 held-out problems x 4 samples, the engine of this change): 0.405 (`chk` after 19.7% of
+  the completions that dropped a carry); the old measure read 0.534 on the same samples.
+- **Version 3's update rule.** lr 1e-4 (5e-4 before) with stale batches, which reach the clip band (issue 38): 4
+  passes per generation batch (8 before) for 384 optimizer steps (24 generation batches), chosen from
+  `lab/results/t5_grid.json` (one seed, 3000, made 23:39-00:17 UTC before this design was fixed): 8 passes gained
+  +0.0235 held-out at 192 steps (under the gain gate's 0.03) and fell -0.0505 at 576; 2 passes for 576 steps gained
+  +0.1665 but clipped 8 eligible connectives in the run, so 2 pilot seeds would be short of the clip-band gate's 20
+  (25 with the pilot's margin); 4 passes for 384 steps gained +0.0775 and clipped 19. The arm must gain held-out
+  accuracy and raise its training reward (`design.gain_gates`), and its training must clip at least 20 eligible
+  connectives at the high bound, pooled over seeds (unchanged).
+- **The test.** The primary is unchanged: the connectives' high-clip rate minus that of other eligible tokens of
+  matched old probability, per seed, tested with the engine's sign test, on 24 registered seeds (as T6-T8; a run costs
+  about 4 minutes on one core). The grid's matched excess was negative at every point (-0.15 to -0.34: connectives
+  clipped less than other tokens of matched probability), seen before this design; the count follows from cost, not
+  from it. No power gate: the lab's power gate compares a detectable effect with training's gain in accuracy, and
+  this effect is a difference of clip rates, on another scale.
+- **Its own module.** T5 no longer imports `designs/clip.py` (version 2's `CLIP` and `SUMK_STEPS`), so T4's hash, runs
+  and pilot are untouched by this redesign; the comment in `clip.py` that says T5 imports them is now stale, and stays,
+  because editing it would change T4's hash.
 """
 
 from __future__ import annotations
@@ -33,9 +58,10 @@ from ..design import (
     register,
     training,
 )
-from .clip import CLIP, SUMK_STEPS
 
-ARMS = {"recheck 0.2": arm("sumk", "recheck", steps=SUMK_STEPS, **CLIP)}
+# version 3.1: lr 1e-4 with 4 passes per generation batch (4 optimizer steps each), from lab/results/t5_grid.json
+LEARNING_RATE, PASSES, STEPS, SEEDS = 1e-4, 4, 384, 24
+ARMS = {"recheck 0.2": arm("sumk", "recheck", steps=STEPS, num_iterations=PASSES, learning_rate=LEARNING_RATE)}
 
 
 def matched_excess(runs: dict) -> float:
@@ -77,17 +103,19 @@ register("5", Experiment(
     arms=ARMS,
     primaries=(Primary("T5", "high-clip rate of eligible connectives - of other eligible tokens of matched old "
                              "probability (recheck policy, epsilon_high 0.2)", matched_excess),),
-    gates=(Gate("recheck policy: accuracy after a fixed dropped carry - after one left alone (fresh samples)",
-                audit_value("sumk/recheck/recheck_link"), 0.3, kind="the connective's credit"),
+    gates=(Gate("recheck policy: accuracy after `chk` followed every dropped carry - after another token followed one "
+                "(fresh samples)", audit_value("sumk/recheck/connective_link"), 0.3, kind="the connective's credit"),
            Gate("connective tokens clipped at the high bound, pooled over seeds", _clipped("connective"), 20,
                 stage="runs", kind="the clip band"))
     + gain_gates(ARMS),
     details={"clip rate of eligible connectives": one_arm("recheck 0.2", _rate("connective", "clipped")),
              "clip rate of other eligible tokens": one_arm("recheck 0.2", _rate("other", "clipped")),
              "recheck rate after a dropped carry": one_arm("recheck 0.2", lambda r: r["eval"]["recheck_rate"]),
+             "`chk` rate after a dropped carry": one_arm("recheck 0.2", lambda r: r["eval"]["chk_after_drop_rate"]),
+             "credit link read off the connective": one_arm("recheck 0.2", lambda r: r["eval"]["connective_link"]),
              "high-clip share": one_arm("recheck 0.2", training("clip_high_frac"))},
     curve="clip_ratio/high_mean",
-    seeds=6,
-    notes="One arm: the recheck policy at epsilon_high 0.2 with the clip experiments' updates (8 passes, lr 5e-4). "
-          "Connectives: `then`, `so`, `chk`.",
+    seeds=SEEDS,
+    notes=f"One arm: the recheck policy at epsilon_high 0.2, lr {LEARNING_RATE} with {PASSES} passes per generation "
+          f"batch for {STEPS} steps; it must gain. Connectives: `then`, `so`, `chk`.",
 ), __file__)
