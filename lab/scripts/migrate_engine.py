@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from trl_lite_lab.experiments import EXPERIMENTS
 from trl_lite_lab.provenance import (
@@ -177,7 +178,8 @@ def main() -> None:
         checks[spec] = f"every measure of {paths[0]} made again, equal"
         print(f"checked {spec}: {checks[spec]}")
 
-    migrated = {"date": "2026-11-28", "from_engine_sha256": old["engine"], "to_engine_sha256": engine_sha256(),
+    migrated = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "from_engine_sha256": old["engine"], "to_engine_sha256": engine_sha256(),
                 "from_commit": old_commit, "engine_changed_in": touched, "checks": checks,
                 "experiments_moved": sorted(kept), "why": "lab/scripts/migrate_engine.py"}
     counts = {"moved": 0, "left": 0}
