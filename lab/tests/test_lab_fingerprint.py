@@ -88,9 +88,9 @@ def test_a_comment_in_the_trainer_leaves_every_lab_result_valid_and_the_report_g
     # the lab's own code is unchanged, every pilot still counts, and trl-lite computes for each arm and initial
     # evaluation what it computed when the results were made
     assert found["engine"] and all(found["experiments"].values()), found
-    # (version 3.1 has piloted T1-T4, the headline, clip scaling, T6, T7 and T8 (T7 and T8 negative: on record, not
-    # registered); T5 has no pilot under its current definitions)
-    piloted = {"T1", "T2", "T3", "T4", "headline", "clip-scaling", "T6", "T7", "T8"}
+    # (version 3.1 has piloted every experiment: T1-T8, the headline and clip scaling; T7 and T8 negative: on record,
+    # not registered)
+    piloted = {"T1", "T2", "T3", "T4", "T5", "headline", "clip-scaling", "T6", "T7", "T8"}
     assert found["pilots"] == {e: [] if e in piloted else [f"no pilot (lab/results/pilots/{e}.json)"]
                                for e in found["pilots"]}, found["pilots"]
     assert found["changed"] == [], found["changed"]
