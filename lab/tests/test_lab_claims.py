@@ -9,7 +9,8 @@
   version 2's superseded results (`lab/results/v2/`), version 3.0's (`lab/results/v3.0/`) and version 3.1's first
   design's (`lab/results/v3.1-720/`) and second design's on its first machine (`lab/results/v3.1-machine-1/`) and in
   the family of 7 (`lab/results/v3.1-family-7/`), of 10 (`lab/results/v3.1-family-10/`), of 12 before T2 reported
-  (`lab/results/v3.1-family-12/`) and before T5 reported (`lab/results/v3.1-before-t5/`), the methods study
+  (`lab/results/v3.1-family-12/`) and with T5 reported before its premise gate (`lab/results/v3.1-t5-reported/`),
+  the methods study
   `lab/results/variance_study.json`, `lab/results/feasibility.json` (what a fair test would take), the clip grid
   `lab/results/clip_grid.json`, T8's exploratory runs `lab/results/t8_grid.json` and its pilot's reading
   `lab/results/t8_reading.json`, T5's update grid
@@ -66,7 +67,8 @@ def committed_numbers() -> list[float]:
                  *glob.glob(os.path.join(LAB, "v3.1-family-7", "*.json")),  # the summary of 07:31 UTC, 2026-11-28
                  *glob.glob(os.path.join(LAB, "v3.1-family-10", "*.json")),  # and of 10:48 UTC, the same day
                  *glob.glob(os.path.join(LAB, "v3.1-family-12", "*.json")),  # and of 13:33 UTC, before T2 reported
-                 *glob.glob(os.path.join(LAB, "v3.1-before-t5", "*.json"))]:  # and of 2026-11-29 01:17 UTC, before T5
+                 # and of 04:07 UTC, 2026-11-29, with T5 reported before its premise gate
+                 *glob.glob(os.path.join(LAB, "v3.1-t5-reported", "*.json"))]:
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():

@@ -43,6 +43,21 @@ Version 3.1, fixed 2026-11-28 (issue 38) before any pilot of it, with an engine 
 - **Its own module.** T5 no longer imports `designs/clip.py` (version 2's `CLIP` and `SUMK_STEPS`), so T4's hash, runs
   and pilot are untouched by this redesign; the comment in `clip.py` that says T5 imports them is now stale, and stays,
   because editing it would change T4's hash.
+
+Version 3.1, a change made after the registered runs, 2026-11-29 (issue 38; disclosed in `lab/results/README.md`):
+
+- **A premise gate: training must push the connective up where it carries credit.** The 24 registered runs under
+  the definitions above read "not reproduced" (matched excess -0.260, 0 of 24 seeds positive; kept in
+  `lab/results/v3.1-t5-reported/`). An independent review then found that the label held largely by construction:
+  the claim's mechanism is that training pushes connectives up until the bound clips them, yet in every registered
+  run training pushed `chk` DOWN where it carries credit (written after a dropped carry by 0.197 of the initial
+  policy's completions, 0.087 after training, mean over seeds; the policy gained by dropping fewer carries instead),
+  the connectives' eligible tokens are mostly credit-free format tokens (`then` between correct steps, `so` before the
+  answer) and the other tokens mostly the digits that decide the answer. A connective that training pushes down can
+  hardly be clipped at the high bound, so the comparison could not have come out for the claim. The new gate: the
+  arm's `chk` rate after a dropped carry, mean over seeds, minus the initial policy's, at least 0. It was added after
+  its value was seen, and it can only remove a verdict (T5 becomes untestable where it fails), never make one; the
+  pilot was made again under it.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ from ..design import (
     arm,
     audit_value,
     gain_gates,
+    gained,
     one_arm,
     register,
     training,
@@ -106,7 +122,12 @@ register("5", Experiment(
     gates=(Gate("recheck policy: accuracy after `chk` followed every dropped carry - after another token followed one "
                 "(fresh samples)", audit_value("sumk/recheck/connective_link"), 0.3, kind="the connective's credit"),
            Gate("connective tokens clipped at the high bound, pooled over seeds", _clipped("connective"), 20,
-                stage="runs", kind="the clip band"))
+                stage="runs", kind="the clip band"),
+           # version 3.1's change of 2026-11-29, after the registered runs (the docstring): the claim's premise
+           Gate("recheck 0.2: `chk` rate after a dropped carry, mean over seeds, minus the initial policy's (training "
+                "pushes the connective up where it carries credit)",
+                gained("recheck 0.2", "recheck", "chk_after_drop_rate"), 0.0, stage="runs",
+                kind="the connective pushed up"))
     + gain_gates(ARMS),
     details={"clip rate of eligible connectives": one_arm("recheck 0.2", _rate("connective", "clipped")),
              "clip rate of other eligible tokens": one_arm("recheck 0.2", _rate("other", "clipped")),
