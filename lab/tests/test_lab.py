@@ -161,11 +161,12 @@ def test_gates():
     assert at_least.passes(0.5) and not at_least.passes(0.49) and not at_least.passes(float("nan"))
     assert at_most.passes(0.35) and not at_most.passes(0.36) and not at_most.passes(float("nan"))
     # T5: the audit gate (the connective's credit), the runs gate (connectives clipped at the high bound, pooled over
-    # seeds, from the clip census by old-probability bin), then the two gain gates of its one arm (held-out gain,
-    # training reward rise)
-    credit, clipped, *gain = EXPERIMENTS["5"].gates
+    # seeds, from the clip census by old-probability bin), the premise gate added 2026-11-29 (training pushes `chk` up
+    # after a dropped carry), then the two gain gates of its one arm (held-out gain, training reward rise)
+    credit, clipped, premise, *gain = EXPERIMENTS["5"].gates
     assert (credit.stage, credit.kind, clipped.stage, clipped.kind) == ("audit", "the connective's credit", "runs",
                                                                         "the clip band")
+    assert (premise.stage, premise.kind, premise.threshold) == ("runs", "the connective pushed up", 0.0)
     assert [(g.kind, g.stage, g.threshold) for g in gain] == [("gain", "runs", 0.03),
                                                               ("training-reward rise", "runs", 0.0)]
     assert all(g.name.startswith("recheck 0.2: ") for g in gain)
