@@ -16,8 +16,6 @@ import statistics
 import sys
 
 KEYS = ("acc", "carry_drop_rate", "recheck_rate", "chk_after_drop_rate", "recheck_link", "connective_link")
-
-
 REPORTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "v3.1-t5-reported", "summary.json")
 
 

@@ -171,7 +171,6 @@ def test_t5_version_3_1_by_hand():
     assert not [g for g in e.gates if g.kind == "power"]
 
 
-
 def test_t5_premise_gate_training_must_push_chk_up_after_a_dropped_carry():
     # version 3.1's change of 2026-11-29 (after the registered runs): the arm's `chk` rate after a dropped carry,
     # mean over seeds, minus the initial policy's, at least 0 (runs stage: checked on the pilot's seeds and the runs)
@@ -187,6 +186,7 @@ def test_t5_premise_gate_training_must_push_chk_up_after_a_dropped_carry():
     # pushed up: (0.25 + 0.21) / 2 - 0.197 = 0.23 - 0.197 = +0.033 passes (a margin of 0 times its size adds nothing)
     evidence["runs"] = _runs({"recheck 0.2": [0.25, 0.21]}, "chk_after_drop_rate")
     assert premise.value(evidence) == pytest.approx(0.033) and premise.passes(premise.value(evidence), PILOT_MARGIN)
+
 
 def test_matched_excess_by_hand():
     from trl_lite_lab.designs.connectives import matched_excess
