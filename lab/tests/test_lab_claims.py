@@ -68,7 +68,8 @@ def committed_numbers() -> list[float]:
                  *glob.glob(os.path.join(LAB, "v3.1-family-10", "*.json")),  # and of 10:48 UTC, the same day
                  *glob.glob(os.path.join(LAB, "v3.1-family-12", "*.json")),  # and of 13:33 UTC, before T2 reported
                  # and of 04:07 UTC, 2026-11-29, with T5 reported before its premise gate
-                 *glob.glob(os.path.join(LAB, "v3.1-t5-reported", "*.json"))]:
+                 *glob.glob(os.path.join(LAB, "v3.1-t5-reported", "*.json")),
+                 *glob.glob(os.path.join(LAB, "v3.1-before-t6", "*.json"))]:  # and of 04:25 UTC, before T6 reported
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():
