@@ -221,3 +221,66 @@ def test_committed_page_is_what_the_command_writes(tmp_path):
             assert now[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value), (
                 then["name"], key)
         assert {"t_adjusted_p", "t_verdict", "sign_flip_adjusted_p", "sign_flip_verdict", "sign_p", "sign_verdict"} <= set(now)
+
+
+def _results_script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "lab", "results", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_more_seeds_under_the_metric_as_fixed():
+    """`lab/results/null_seeds.py`: the committed family with every directional test given n seeds from its observed
+    shape. At n = 16 no test gains a seed (16 is the fewest any has), so its rates are `trl-lite-lab null`'s exactly
+    (the same draws); and the committed reading (`null_seeds.json`) is what the script computes now."""
+    results = os.path.join(ROOT, "lab", "results")
+    module = _results_script("null_seeds")
+    committed_null = json.load(open(os.path.join(results, "null.json"), encoding="utf-8"))
+    committed = json.load(open(os.path.join(results, "null_seeds.json"), encoding="utf-8"))
+    summary = os.path.join(results, "summary.json")
+    at_16 = module.reading(summary, seeds=(16,))
+    assert min(at_16["own_seeds"].values()) == 16
+    assert at_16["rows"][0]["family"] == committed_null["null_rate"]
+    assert committed["rows"][0] == at_16["rows"][0]
+    # an exact test rejects with probability alpha / m at Holm's first step; 12 independent directional tests in a
+    # family of 12: 1 - (1 - 0.05 / 12)^12 = 1 - 0.99583^12 = 0.04887, leaving 0.0011 of the goal's 0.05
+    assert at_16["exact_reference"] == pytest.approx(0.04887, abs=5e-6) == committed["exact_reference"]
+    # the largest count, remade: the committed figures are the script's
+    at_256 = module.reading(summary, seeds=(256,))
+    assert at_256["rows"][0] == committed["rows"][-1] and committed["rows"][-1]["seeds"] == 256
+    # the claim the write-up makes from it: at 256 seeds per test neither test of the mean meets the goal
+    assert min(at_256["rows"][0]["family"]["t"], at_256["rows"][0]["family"]["sign-flip"]) > 0.05
+
+
+def test_fairness_reading_by_hand_and_the_committed_one(tmp_path):
+    """`lab/results/fairness.py`: the chance that an experiment comes out "reproduced" at a true effect, with the sign
+    test at Holm's first step and the seeds' own spread."""
+    fairness = _results_script("fairness")
+    # tight: 16 effects 0.000, 0.001, ..., 0.015; centred on their median (0.0075) they lie within 0.0075 of 0, so
+    # shifted by 0.025 every resampled seed is positive: p = 2 / 2^16 = 3.1e-5 < 0.05 / 12 in every draw.
+    # wide: 8 effects at +1 and 8 at -1 (median 0); shifted by 0.025 a resampled seed is positive with probability
+    # 1/2, and the sign test needs 15 of 16 on one side: P(at least 15 of 16 positive) = 17 / 65536 = 0.00026.
+    # The experiment holding both tests is "reproduced" only when both pass: as rarely as the wide one.
+    tight = [i / 1000 for i in range(16)]
+    wide = [1.0] * 8 + [-1.0] * 8
+    summary = {"alpha": 0.05, "family_size": 12, "takeaways": [
+        {"id": "X", "verdict": "inconclusive", "tests": [{"name": "tight", "per_seed": tight, "verdict": "inconclusive"},
+                                                         {"name": "wide", "per_seed": wide, "verdict": "inconclusive"},
+                                                         {"name": "eq", "per_seed": wide, "margin": 0.03,
+                                                          "verdict": "inconclusive"}]},
+        {"id": "untested", "verdict": "untestable", "tests": []}]}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(summary))
+    result = fairness.reading(str(path), deltas=(0.025,), draws=20_000)
+    (row,) = result["experiments"]  # no test, no row; the equivalence test is left out
+    at = row["by_delta"]["0.025"]
+    assert row["tests"] == ["tight", "wide"] and at["each"]["tight"] == 1.0
+    # binomial standard error at 20,000 draws: sqrt(0.00026 / 20000) = 0.00011
+    assert at["each"]["wide"] == pytest.approx(17 / 65536, abs=5 * 0.00011) and at["reproduced"] <= at["each"]["wide"]
+    # the committed reading is what the script computes from the committed summary
+    committed = json.load(open(os.path.join(ROOT, "lab", "results", "fairness.json"), encoding="utf-8"))
+    remade = fairness.reading(os.path.join(ROOT, "lab", "results", "summary.json"))
+    assert {k: v for k, v in committed.items() if k != "made_by"} == remade

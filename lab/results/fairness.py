@@ -1,0 +1,65 @@
+"""Could each reported experiment have come out "reproduced"? Issue 38's review of version 2 called a test unfair
+where that was out of reach at a true effect of +0.05 (0.5%, 4% and 1.5% for three of its tests). This applies that
+yardstick to the committed verdicts (`summary.json`), with the verdicts' own test and the seeds' own spread:
+
+each experiment's registered seeds are drawn with replacement (a seed's effects on all the experiment's primary tests
+together, so tests that share seeds stay paired), each test's effects centred on their median and shifted by the true
+effect `delta` in the claim's direction; a test passes when the sign test's p-value is below alpha / m (Holm's first
+step, the strictest: so these are lower bounds) with the median in the claim's direction, and the experiment comes out
+"reproduced" when all its primary tests pass.
+
+Made 2026-11-29 (eighth session), after every result it reads, on an independent review's finding that clip
+scaling's saturation test could hardly pass: it describes the designs as run, and changes no verdict.
+
+    python lab/results/fairness.py lab/results/summary.json --json lab/results/fairness.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+DELTAS = (0.025, 0.05)
+DRAWS = 20_000
+
+
+def reading(summary_path: str, deltas: tuple = DELTAS, draws: int = DRAWS, seed: int = 0) -> dict:
+    from trl_lite_lab.resampling import _sign_p
+    from trl_lite_lab.stats import near_ties
+
+    with open(summary_path, encoding="utf-8") as f:
+        summary = json.load(f)
+    level = summary["alpha"] / summary["family_size"]
+    rows = []
+    for experiment in summary["takeaways"]:
+        tests = [t for t in experiment.get("tests", []) if not t.get("margin") and t.get("verdict") is not None]
+        if not tests:
+            continue
+        effects = np.array([near_ties(t["per_seed"]) for t in tests])  # tests x seeds, paired by seed
+        centred = effects - np.median(effects, axis=1, keepdims=True)
+        rng = np.random.default_rng(seed)
+        picks = rng.integers(0, effects.shape[1], size=(draws, effects.shape[1]))  # the same seeds for every test
+        row = {"id": experiment["id"], "verdict": experiment["verdict"], "seeds": int(effects.shape[1]),
+               "tests": [t["name"] for t in tests], "by_delta": {}}
+        for delta in deltas:
+            passed = []
+            for values in centred + delta:
+                samples = values[picks]
+                passed.append((_sign_p(samples) < level) & (np.median(samples, axis=1) > 0.0))
+            passed = np.array(passed)
+            row["by_delta"][f"{delta}"] = {"each": {t["name"]: float(p.mean()) for t, p in zip(tests, passed)},
+                                          "reproduced": float(passed.all(axis=0).mean())}
+        rows.append(row)
+    return {"alpha": summary["alpha"], "family_size": summary["family_size"], "level": level, "draws": draws,
+            "seed": seed, "experiments": rows}
+
+
+if __name__ == "__main__":
+    result = reading(sys.argv[1])
+    print(json.dumps(result, indent=1))
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
+            json.dump({"made_by": "python lab/results/fairness.py " + sys.argv[1], **result}, f, indent=1)
+            f.write("\n")
