@@ -6,7 +6,8 @@ each experiment's registered seeds are drawn with replacement (a seed's effects 
 together, so tests that share seeds stay paired), each test's effects centred on their median and shifted by the true
 effect `delta` in the claim's direction; a test passes when the sign test's p-value is below alpha / m (Holm's first
 step, the strictest: so these are lower bounds) with the median in the claim's direction, and the experiment comes out
-"reproduced" when all its primary tests pass.
+"reproduced" when all its primary tests pass. Then the same at a true +0.05 with more seeds drawn from the same
+effects (`MORE_SEEDS`): what a fair test would take where the registered seeds fall short.
 
 Made 2026-11-29 (eighth session), after every result it reads, on an independent review's finding that clip
 scaling's saturation test could hardly pass: it describes the designs as run, and changes no verdict.
@@ -23,9 +24,11 @@ import numpy as np
 
 DELTAS = (0.025, 0.05)
 DRAWS = 20_000
+MORE_SEEDS = (32, 64, 96, 128)
 
 
-def reading(summary_path: str, deltas: tuple = DELTAS, draws: int = DRAWS, seed: int = 0) -> dict:
+def reading(summary_path: str, deltas: tuple = DELTAS, draws: int = DRAWS, seed: int = 0,
+            more_seeds: tuple = MORE_SEEDS) -> dict:
     from trl_lite_lab.resampling import _sign_p
     from trl_lite_lab.stats import near_ties
 
@@ -40,17 +43,23 @@ def reading(summary_path: str, deltas: tuple = DELTAS, draws: int = DRAWS, seed:
         effects = np.array([near_ties(t["per_seed"]) for t in tests])  # tests x seeds, paired by seed
         centred = effects - np.median(effects, axis=1, keepdims=True)
         rng = np.random.default_rng(seed)
-        picks = rng.integers(0, effects.shape[1], size=(draws, effects.shape[1]))  # the same seeds for every test
-        row = {"id": experiment["id"], "verdict": experiment["verdict"], "seeds": int(effects.shape[1]),
-               "tests": [t["name"] for t in tests], "by_delta": {}}
-        for delta in deltas:
+        n = effects.shape[1]
+        row = {"id": experiment["id"], "verdict": experiment["verdict"], "seeds": int(n),
+               "tests": [t["name"] for t in tests], "by_delta": {}, "more_seeds": {}}
+
+        def passes(delta, picks):  # per test and draw: does the sign test pass in the claim's direction?
             passed = []
             for values in centred + delta:
                 samples = values[picks]
                 passed.append((_sign_p(samples) < level) & (np.median(samples, axis=1) > 0.0))
-            passed = np.array(passed)
+            return np.array(passed)
+
+        for delta in deltas:
+            passed = passes(delta, rng.integers(0, n, size=(draws, n)))  # the same seeds for every test
             row["by_delta"][f"{delta}"] = {"each": {t["name"]: float(p.mean()) for t, p in zip(tests, passed)},
                                           "reproduced": float(passed.all(axis=0).mean())}
+        for more in (k for k in more_seeds if k > n):
+            row["more_seeds"][f"{more}"] = float(passes(0.05, rng.integers(0, n, size=(draws, more))).all(axis=0).mean())
         rows.append(row)
     return {"alpha": summary["alpha"], "family_size": summary["family_size"], "level": level, "draws": draws,
             "seed": seed, "experiments": rows}

@@ -16,7 +16,7 @@
   `lab/results/t8_reading.json`, T5's update grid
   `lab/results/t5_grid.json`, T4's design grid
   `lab/results/t4_grid.json` and its reading `lab/results/t4_reading.json`, the resampled null at more seeds
-  `lab/results/null_seeds.json`, or the definitions (a gate's threshold, a
+  `lab/results/null_seeds.json`, each experiment's chance of "reproduced" `lab/results/fairness.json`, or the definitions (a gate's threshold, a
   margin, a setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
 
@@ -60,6 +60,7 @@ def committed_numbers() -> list[float]:
                  os.path.join(LAB, "t8_grid.json"), os.path.join(LAB, "t5_grid.json"),
                  os.path.join(LAB, "t8_reading.json"), os.path.join(LAB, "t4_grid.json"),
                  os.path.join(LAB, "t4_reading.json"), os.path.join(LAB, "null_seeds.json"),
+                 os.path.join(LAB, "fairness.json"),
                  *glob.glob(os.path.join(LAB, "pilots", "**", "*.json"), recursive=True),
                  *glob.glob(os.path.join(LAB, "v2", "*.json")),  # version 2's results, kept as its history
                  *glob.glob(os.path.join(LAB, "v3.0", "*.json")),  # and version 3.0's

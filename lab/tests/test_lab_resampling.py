@@ -280,6 +280,10 @@ def test_fairness_reading_by_hand_and_the_committed_one(tmp_path):
     assert row["tests"] == ["tight", "wide"] and at["each"]["tight"] == 1.0
     # binomial standard error at 20,000 draws: sqrt(0.00026 / 20000) = 0.00011
     assert at["each"]["wide"] == pytest.approx(17 / 65536, abs=5 * 0.00011) and at["reproduced"] <= at["each"]["wide"]
+    # more seeds (at a true +0.05) only beyond the experiment's own 16; the wide test's seeds stay a coin flip, so
+    # still rare: at 32 seeds p < 0.05 / 12 needs 25 or more on one side (2 x P(Bin(32, 1/2) >= 25) = 0.0021), and
+    # on the claim's side P(Bin(32, 1/2) >= 25) = 0.00105 (standard error at 20,000 draws 0.00023)
+    assert sorted(row["more_seeds"], key=int) == ["32", "64", "96", "128"] and row["more_seeds"]["32"] < 0.003
     # the committed reading is what the script computes from the committed summary
     committed = json.load(open(os.path.join(ROOT, "lab", "results", "fairness.json"), encoding="utf-8"))
     remade = fairness.reading(os.path.join(ROOT, "lab", "results", "summary.json"))
