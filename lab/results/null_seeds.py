@@ -62,6 +62,7 @@ def reading(summary_path: str, seeds: tuple = SEEDS, draws: int = DRAWS) -> dict
                           for i, (_, values) in enumerate(tests)])
             row["family"][test] = float(np.mean(p.min(axis=0) < alpha / m))
             row["by_test"][test] = {name: float(r) for (name, _), r in zip(tests, np.mean(p < alpha / m, axis=1))}
+        row["excess_over_exact"] = {test: rate - exact for test, rate in row["family"].items()}
         rows.append(row)
         print(n, row["family"], flush=True)
     return {"family_size": m, "alpha": alpha, "draws": draws, "directional": [name for name, _ in tests],

@@ -284,6 +284,21 @@ def test_fairness_reading_by_hand_and_the_committed_one(tmp_path):
     # still rare: at 32 seeds p < 0.05 / 12 needs 25 or more on one side (2 x P(Bin(32, 1/2) >= 25) = 0.0021), and
     # on the claim's side P(Bin(32, 1/2) >= 25) = 0.00105 (standard error at 20,000 draws 0.00023)
     assert sorted(row["more_seeds"], key=int) == ["32", "64", "96", "128"] and row["more_seeds"]["32"] < 0.003
+    # the claim's direction: shifted the other way (-0.025) every resampled seed of the tight test is negative, so the
+    # sign test's p is as small as it gets (3.1e-5) but the median is on the wrong side: never "reproduced"
+    against = fairness.reading(str(path), deltas=(-0.025,), draws=2_000, more_seeds=())
+    assert against["experiments"][0]["by_delta"]["-0.025"]["each"]["tight"] == 0.0
+    # an experiment's tests are drawn on the same seeds: two copies of the wide test pass together, so the experiment
+    # is "reproduced" exactly as often as either (drawn apart, both would pass in about 0.00026^2 of labs, i.e. never)
+    twin = {"alpha": 0.05, "family_size": 12, "takeaways": [{"id": "Y", "verdict": "inconclusive", "tests": [
+        {"name": "a", "per_seed": wide, "verdict": "inconclusive"},
+        {"name": "b", "per_seed": wide, "verdict": "inconclusive"}]}]}
+    (tmp_path / "twin.json").write_text(json.dumps(twin))
+    both = fairness.reading(str(tmp_path / "twin.json"), deltas=(0.025,), draws=200_000, more_seeds=())
+    pair = both["experiments"][0]["by_delta"]["0.025"]
+    # 200,000 x 17 / 65536 = 52 expected draws in which both pass
+    assert pair["reproduced"] == pair["each"]["a"] == pair["each"]["b"] > 0.0
+    assert both["experiments"][0]["lowest_centred"] == {"a": -1.0, "b": -1.0}
     # the committed reading is what the script computes from the committed summary
     committed = json.load(open(os.path.join(ROOT, "lab", "results", "fairness.json"), encoding="utf-8"))
     remade = fairness.reading(os.path.join(ROOT, "lab", "results", "summary.json"))
