@@ -61,7 +61,8 @@ def reading(summary_path: str, deltas: tuple = DELTAS, draws: int = DRAWS, seed:
             row["by_delta"][f"{delta}"] = {"each": {t["name"]: float(p.mean()) for t, p in zip(tests, passed)},
                                           "reproduced": float(passed.all(axis=0).mean())}
         for more in (k for k in more_seeds if k > n):
-            row["more_seeds"][f"{more}"] = float(passes(0.05, rng.integers(0, n, size=(draws, more))).all(axis=0).mean())
+            passed = passes(0.05, rng.integers(0, n, size=(draws, more)))
+            row["more_seeds"][f"{more}"] = float(passed.all(axis=0).mean())
         rows.append(row)
     return {"alpha": summary["alpha"], "family_size": summary["family_size"], "level": level, "draws": draws,
             "seed": seed, "experiments": rows}

@@ -16,8 +16,8 @@
   `lab/results/t8_reading.json`, T5's update grid
   `lab/results/t5_grid.json`, T4's design grid
   `lab/results/t4_grid.json` and its reading `lab/results/t4_reading.json`, the resampled null at more seeds
-  `lab/results/null_seeds.json`, each experiment's chance of "reproduced" `lab/results/fairness.json`, or the definitions (a gate's threshold, a
-  margin, a setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
+  `lab/results/null_seeds.json`, each experiment's chance of "reproduced" `lab/results/fairness.json`, or the
+  definitions (a gate's threshold, a margin, a setting), at the precision printed: a figure typed from memory, or left from an older lab, fails here.
 """
 
 import glob

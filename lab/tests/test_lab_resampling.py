@@ -267,10 +267,10 @@ def test_fairness_reading_by_hand_and_the_committed_one(tmp_path):
     tight = [i / 1000 for i in range(16)]
     wide = [1.0] * 8 + [-1.0] * 8
     summary = {"alpha": 0.05, "family_size": 12, "takeaways": [
-        {"id": "X", "verdict": "inconclusive", "tests": [{"name": "tight", "per_seed": tight, "verdict": "inconclusive"},
-                                                         {"name": "wide", "per_seed": wide, "verdict": "inconclusive"},
-                                                         {"name": "eq", "per_seed": wide, "margin": 0.03,
-                                                          "verdict": "inconclusive"}]},
+        {"id": "X", "verdict": "inconclusive", "tests": [
+            {"name": "tight", "per_seed": tight, "verdict": "inconclusive"},
+            {"name": "wide", "per_seed": wide, "verdict": "inconclusive"},
+            {"name": "eq", "per_seed": wide, "margin": 0.03, "verdict": "inconclusive"}]},
         {"id": "untested", "verdict": "untestable", "tests": []}]}
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(summary))
