@@ -87,8 +87,6 @@ if __name__ == "__main__":
         rows = summarize(sys.argv[2])
         for row in rows:
             print({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()})
-        if "--json" in sys.argv:
-            with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
-                json.dump({"made_by": "python lab/results/clip_grid.py summarize " + sys.argv[2], "rows": rows}, f,
-                          indent=1)
-                f.write("\n")
+        from script_json import write_json
+
+        write_json({"rows": rows}, "python lab/results/clip_grid.py summarize " + sys.argv[2])

@@ -69,9 +69,8 @@ def reading(summary_path: str, deltas: tuple = DELTAS, draws: int = DRAWS, seed:
 
 
 if __name__ == "__main__":
+    from script_json import write_json
+
     result = reading(sys.argv[1])
     print(json.dumps(result, indent=1))
-    if "--json" in sys.argv:
-        with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
-            json.dump({"made_by": "python lab/results/fairness.py " + sys.argv[1], **result}, f, indent=1)
-            f.write("\n")
+    write_json(result, "python lab/results/fairness.py " + sys.argv[1])

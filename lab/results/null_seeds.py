@@ -71,8 +71,6 @@ def reading(summary_path: str, seeds: tuple = SEEDS, draws: int = DRAWS) -> dict
 
 
 if __name__ == "__main__":
-    result = reading(sys.argv[1])
-    if "--json" in sys.argv:
-        with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
-            json.dump({"made_by": "python lab/results/null_seeds.py " + sys.argv[1], **result}, f, indent=1)
-            f.write("\n")
+    from script_json import write_json
+
+    write_json(reading(sys.argv[1]), "python lab/results/null_seeds.py " + sys.argv[1])

@@ -77,9 +77,8 @@ if __name__ == "__main__":
     else:
         rows = summarize(sys.argv[2])
         print(json.dumps(rows, indent=1))
-        if "--json" in sys.argv:
-            with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
-                json.dump({"made_by": "python lab/results/t5_grid.py summarize " + sys.argv[2],
-                           "made": "2026-11-28/29, runs 23:39-00:17 UTC, beside two or three other processes on 2 cores "
-                                   "(the engine of commit 3484ffb)", **rows}, f, indent=1)
-                f.write("\n")
+        from script_json import write_json
+
+        write_json(rows, "python lab/results/t5_grid.py summarize " + sys.argv[2],
+                   made="2026-11-28/29, runs 23:39-00:17 UTC, beside two or three other processes on 2 cores (the "
+                        "engine of commit 3484ffb)")

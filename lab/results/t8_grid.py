@@ -62,9 +62,7 @@ if __name__ == "__main__":
     else:
         rows = summarize(sys.argv[2])
         print(json.dumps(rows, indent=1))
-        if "--json" in sys.argv:
-            with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
-                json.dump({"made_by": "python lab/results/t8_grid.py summarize " + sys.argv[2],
-                           "made": "2026-11-28, runs 08:56-09:24 UTC, beside two other processes on 2 cores",
-                           **rows}, f, indent=1)
-                f.write("\n")
+        from script_json import write_json
+
+        write_json(rows, "python lab/results/t8_grid.py summarize " + sys.argv[2],
+                   made="2026-11-28, runs 08:56-09:24 UTC, beside two other processes on 2 cores")

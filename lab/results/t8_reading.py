@@ -30,9 +30,8 @@ def reading(output_dir: str) -> dict:
 
 
 if __name__ == "__main__":
+    from script_json import write_json
+
     rows = reading(sys.argv[1])
     print(json.dumps(rows, indent=1))
-    if "--json" in sys.argv:
-        with open(sys.argv[sys.argv.index("--json") + 1], "w", encoding="utf-8") as f:
-            json.dump({"made_by": "python lab/results/t8_reading.py " + sys.argv[1], **rows}, f, indent=1)
-            f.write("\n")
+    write_json(rows, "python lab/results/t8_reading.py " + sys.argv[1])

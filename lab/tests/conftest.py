@@ -35,3 +35,20 @@ def stand_in_fingerprints(request, monkeypatch, tmp_path_factory):
     yield
     fingerprint.current_arm.cache_clear()
     fingerprint.current_evaluation.cache_clear()
+
+
+@pytest.fixture
+def results_script():
+    """Loads a result script of `lab/results/` by its file name (`results_script("t4_grid")`), to call its functions:
+    the folder is not a package, and a script's `--json` writer is imported only when it runs as a script."""
+    import importlib.util
+
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, os.path.join(folder, f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

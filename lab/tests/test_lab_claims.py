@@ -200,3 +200,24 @@ def test_summary_json_is_the_current_definitions(monkeypatch):
             continue
         assert record is not None, f"{entry['id']}: no committed pilot under the current definitions"
         assert entry["registered"] == record["passed"] and entry["pilot"] == record
+
+
+@pytest.mark.parametrize("name, extra", [("fairness", ()), ("null_seeds", ()), ("t5_reading", ()), ("t8_reading", ()),
+                                         ("clip_grid", ()), ("t5_grid", ("made",)), ("t8_grid", ("made",))])
+def test_the_scripts_json_writer_writes_the_committed_files(tmp_path, name, extra):
+    """`lab/results/script_json.py`, the `--json` writer of these scripts, given what a committed file holds (less its
+    `made_by` and the scripts' other fixed keys), writes that file again byte for byte; without `--json`, nothing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("script_json", os.path.join(LAB, "script_json.py"))
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    path = os.path.join(LAB, f"{name}.json")
+    with open(path, encoding="utf-8") as f:
+        committed = json.load(f)
+    fixed = {key: committed.pop(key) for key in ("made_by", *extra)}
+    out = tmp_path / f"{name}.json"
+    writer.write_json(committed, fixed.pop("made_by"), argv=["script.py", "--json", str(out)], **fixed)
+    assert out.read_bytes() == open(path, "rb").read()
+    writer.write_json(committed, "made", argv=["script.py"])
+    assert sorted(os.listdir(tmp_path)) == [f"{name}.json"]

@@ -347,11 +347,9 @@ def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
     assert e.seeds == headline.SEEDS == 16 and seeds_needed(family_size()) == 10 <= e.seeds
 
 
-def test_clip_scaling_version_3_1_by_hand():
+def test_clip_scaling_version_3_1_by_hand(results_script):
     """Clip scaling's redesign (`designs/clip_scaling.py`): two plateau policies matched in initial accuracy, lr 1e-4
     with 8 passes per generation batch, the clip band at 0.5%, and its two primary tests worked by hand."""
-    import importlib.util
-
     from trl_lite_lab import design
     from trl_lite_lab.designs import clip_scaling
 
@@ -364,10 +362,7 @@ def test_clip_scaling_version_3_1_by_hand():
         assert (a.steps, a.data, a.settings["num_iterations"], a.settings["learning_rate"]) == (960, "mixed", 8, 1e-4)
         assert a.settings.get("epsilon_high", 0.2) == float(label.split()[1]) and a.settings["temperature"] == 1.0
     # the grid that chose 8 passes trained this very arm (lab/results/clip_grid.py, seed 3000)
-    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-    spec = importlib.util.spec_from_file_location("clip_grid", os.path.join(results, "clip_grid.py"))
-    grid = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(grid)
+    grid = results_script("clip_grid")
     assert grid.grid_arm("small", 8) == e.arms["small 0.2"] and grid.grid_arm("large", 8) == e.arms["large 0.2"]
     matched, *bands = [g for g in e.gates if g.kind in ("matched sizes", "the clip band")]
     # the audit gate: builds.json's acc@T1, 0.525 (small) and 0.52725 (large): |0.525 - 0.52725| = 0.00225 <= 0.03,
@@ -400,11 +395,9 @@ def test_clip_scaling_version_3_1_by_hand():
     assert design.mean_gain(tuple(e.arms), clip_scaling.POLICIES)(evidence) == pytest.approx(0.196375)
 
 
-def test_clip_higher_version_3_1_by_hand():
+def test_clip_higher_version_3_1_by_hand(results_script):
     """T4's redesign (`designs/clip.py`, 2026-11-28): the aligned-like policy is the base-like one with its logits
     divided by 0.6, both trained on ADD at lr 1e-4 with 8 passes; two directional tests worked by hand."""
-    import importlib.util
-
     import torch
     from safetensors.torch import load_file
 
@@ -430,10 +423,7 @@ def test_clip_higher_version_3_1_by_hand():
         torch.testing.assert_close(sharp[name], expected, rtol=1e-6, atol=0.0)
     # the grid that chose this design (lab/results/t4_grid.py) trained its base 0.2 arm, and its aligned 0.2 arm from a
     # candidate with these weights under another name ("s0.6", built by the same lab/scripts/sharpen_policy.py)
-    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-    spec = importlib.util.spec_from_file_location("t4_grid", os.path.join(results, "t4_grid.py"))
-    grid = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(grid)
+    grid = results_script("t4_grid")
     assert grid.grid_arm("carry-small", 0.2, 480) == e.arms["base 0.2"]
     # the primary tests on one seed: aligned 0.70 / 0.74, base 0.68 / 0.69 at 0.2 / 0.28
     # aligned: 0.74 - 0.70 = 0.04; aligned vs base: 0.04 - (0.69 - 0.68) = 0.03; the base half alone: 0.01 (a detail)
@@ -464,15 +454,10 @@ def test_clip_higher_version_3_1_by_hand():
     assert len([g for g in e.gates if g.kind == "power"]) == 2 and len([g for g in e.gates if g.kind == "gain"]) == 4
 
 
-def test_t4_reading_by_hand():
+def test_t4_reading_by_hand(results_script):
     """`lab/results/t4_reading.py`: the base half's distribution-free interval for the median and the per-seed
     comparison of accuracy effects with weight-distance differences, worked by hand on a 6-seed summary."""
-    import importlib.util
-
-    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-    spec = importlib.util.spec_from_file_location("t4_reading", os.path.join(results, "t4_reading.py"))
-    reading = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reading)
+    reading = results_script("t4_reading")
     # n = 6: k = 1 gives 2 x P(Binomial(6, 1/2) <= 0) = 2 / 64 = 0.03125 <= 0.05; k = 2 gives 2 x 7 / 64 = 0.219:
     # the interval is the smallest and largest seed, coverage 1 - 0.03125 = 0.96875
     assert reading.median_interval([0.03, -0.01, 0.02, 0.06, 0.05, 0.04]) == (-0.01, 0.06, 0.96875)

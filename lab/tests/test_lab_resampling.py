@@ -223,21 +223,12 @@ def test_committed_page_is_what_the_command_writes(tmp_path):
         assert {"t_adjusted_p", "t_verdict", "sign_flip_adjusted_p", "sign_flip_verdict", "sign_p", "sign_verdict"} <= set(now)
 
 
-def _results_script(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "lab", "results", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_more_seeds_under_the_metric_as_fixed():
+def test_more_seeds_under_the_metric_as_fixed(results_script):
     """`lab/results/null_seeds.py`: the committed family with every directional test given n seeds from its observed
     shape. At n = 16 no test gains a seed (16 is the fewest any has), so its rates are `trl-lite-lab null`'s exactly
     (the same draws); and the committed reading (`null_seeds.json`) is what the script computes now."""
     results = os.path.join(ROOT, "lab", "results")
-    module = _results_script("null_seeds")
+    module = results_script("null_seeds")
     committed_null = json.load(open(os.path.join(results, "null.json"), encoding="utf-8"))
     committed = json.load(open(os.path.join(results, "null_seeds.json"), encoding="utf-8"))
     summary = os.path.join(results, "summary.json")
@@ -255,10 +246,10 @@ def test_more_seeds_under_the_metric_as_fixed():
     assert min(at_256["rows"][0]["family"]["t"], at_256["rows"][0]["family"]["sign-flip"]) > 0.05
 
 
-def test_fairness_reading_by_hand_and_the_committed_one(tmp_path):
+def test_fairness_reading_by_hand_and_the_committed_one(tmp_path, results_script):
     """`lab/results/fairness.py`: the chance that an experiment comes out "reproduced" at a true effect, with the sign
     test at Holm's first step and the seeds' own spread."""
-    fairness = _results_script("fairness")
+    fairness = results_script("fairness")
     # tight: 16 effects 0.000, 0.001, ..., 0.015; centred on their median (0.0075) they lie within 0.0075 of 0, so
     # shifted by 0.025 every resampled seed is positive: p = 2 / 2^16 = 3.1e-5 < 0.05 / 12 in every draw.
     # wide: 8 effects at +1 and 8 at -1 (median 0); shifted by 0.025 a resampled seed is positive with probability
