@@ -36,7 +36,7 @@ are compared on the same seeds and machine):
    as what a fair saturation test would take.
 
     python lab/results/saturation_grid.py run "large 0.28" 4 3000 --output-dir D   # one process per run
-    python lab/results/saturation_grid.py summarize D 4 --json lab/results/saturation_grid.json
+    python lab/results/saturation_grid.py summarize D 4 8 --json lab/results/saturation_grid.json
 """
 
 from __future__ import annotations
@@ -51,7 +51,24 @@ from trl_lite_lab.designs.clip_scaling import LEARNING_RATE, SIZES, STEPS
 POLICIES = dict(SIZES)  # {"small": "carry-tiny", "large": "carry-small"}
 LABELS = ("small 0.2", "small 0.28", "small 0.32", "large 0.28", "large 0.32")  # the arms the two tests read
 DESIGNED_TESTS = 16  # the Holm family the pilots plan against (`experiments.family_size()`)
-SEED_COUNTS = (16, 32, 64)
+SEED_COUNTS = (16, 32, 48, 64)
+FAIR_AT, LEVEL, DRAWS = 0.05, 0.05 / 12, 20_000  # the decision rule's yardstick (3., above)
+GAIN, WIDE_BAND, RULE_SEEDS = 0.03, 0.005, (32, 48, 64)  # the rule's gain (1.), clip band (1.) and seed counts (3.)
+
+
+def fair_chance(effects: list[float], n: int, delta: float = FAIR_AT, level: float = LEVEL, draws: int = DRAWS,
+                seed: int = 0) -> float:
+    """Share of `draws` labs of `n` seeds, each drawn with replacement from `effects` centred on their median and
+    shifted by `delta`, in which the sign test's p-value is below `level` with the median above 0 (`fairness.py`)."""
+    import numpy as np
+
+    from trl_lite_lab.resampling import _sign_p
+    from trl_lite_lab.stats import near_ties
+
+    values = near_ties(effects)
+    shifted = values - np.median(values) + delta
+    samples = shifted[np.random.default_rng(seed).integers(0, len(values), size=(draws, n))]
+    return float(((_sign_p(samples) < level) & (np.median(samples, axis=1) > 0.0)).mean())
 
 
 def grid_arm(label: str, k: int):
@@ -110,6 +127,7 @@ def summarize(output_dir: str, k: int) -> dict:
             runs.setdefault(int(name.removeprefix("seed")), {})[label] = {
                 "acc": held["acc"], "gain": held["acc"] - initial[label], "train_rise": held["train_rise"],
                 "update_norm": held["update_norm"], "wide_band": train["ratio_wide_band_tokens"] / positive,
+                "wide_band_tokens": train["ratio_wide_band_tokens"], "positive_tokens": positive,
                 "upper_band": (train["ratio_wide_band_tokens"] - train["ratio_band_tokens"]) / positive}
     complete = sorted(seed for seed, arms in runs.items() if len(arms) == len(LABELS))
     per_seed = {seed: contrasts({label: runs[seed][label]["acc"] for label in LABELS}) for seed in complete}
@@ -118,16 +136,35 @@ def summarize(output_dir: str, k: int) -> dict:
         values = [per_seed[s][name] for s in complete]
         sd = _sd(values) if len(values) > 1 else float("nan")
         tests[name] = {"per_seed": values, "mean": sum(values) / len(values) if values else float("nan"), "sd": sd,
-                       "detectable": {str(n): detectable_effect(sd, n, DESIGNED_TESTS) for n in SEED_COUNTS}}
+                       "detectable": {str(n): detectable_effect(sd, n, DESIGNED_TESTS) for n in SEED_COUNTS},
+                       "fair_chance": {str(n): fair_chance(values, n) for n in SEED_COUNTS} if len(values) > 1 else {}}
     arms = {}
     for label in LABELS:
         rows = [runs[s][label] for s in complete]
-        arms[label] = {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} if rows else {}
+        arms[label] = {key: sum(r[key] for r in rows) / len(rows) for key in rows[0] if not key.endswith("tokens")} if rows else {}
         arms[label]["fell"] = sum(r["gain"] < 0 for r in rows)
+        # pooled over seeds, as the design's clip-band gate reads it (`design.band_share`)
+        arms[label]["wide_band_pooled"] = (sum(r["wide_band_tokens"] for r in rows) / sum(r["positive_tokens"] for r in rows)
+                                           if rows else float("nan"))
         arms[label]["acc_sd"] = _sd([r["acc"] for r in rows]) if len(rows) > 1 else float("nan")
     return {"num_iterations": k, "steps": STEPS, "generation_batches": STEPS // (4 * k), "seeds": complete,
             "initial": initial, "arms": arms, "tests": tests,
             "runs": {str(s): runs[s] for s in complete}}
+
+
+def decide(by_passes: dict[str, dict]) -> dict:
+    """The decision rule (above) over the settings' summaries: which qualify (1.), which is taken (2.), how many
+    seeds (3.), or none (4.)."""
+    qualifies = {}
+    for k, result in by_passes.items():
+        arms = result["arms"]
+        qualifies[k] = (all(a["gain"] >= GAIN and a["train_rise"] > 0.0 for a in arms.values())
+                        and arms["small 0.2"]["wide_band_pooled"] >= WIDE_BAND)
+    eligible = [k for k in by_passes if qualifies[k]]
+    taken = min(eligible, key=lambda k: by_passes[k]["tests"]["saturation"]["sd"]) if eligible else None
+    chances = by_passes[taken]["tests"]["saturation"]["fair_chance"] if taken else {}
+    seeds = next((n for n in RULE_SEEDS if chances.get(str(n), 0.0) >= 0.8), None)
+    return {"qualifies": qualifies, "taken": taken if seeds else None, "seeds": seeds}
 
 
 if __name__ == "__main__":
@@ -135,8 +172,11 @@ if __name__ == "__main__":
     if args[0] == "run":
         run(args[1], int(args[2]), int(args[3]), args[args.index("--output-dir") + 1])
     else:
-        result = summarize(args[1], int(args[2]))
-        print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+        by_passes = {k: summarize(args[1], int(k)) for k in args[2:] if not k.startswith("--") and k.isdigit()}
+        result = {"by_passes": by_passes, "decision": decide(by_passes)}
+        for k, one in by_passes.items():
+            print(k, json.dumps({key: v for key, v in one.items() if key != "runs"}, indent=1))
+        print(result["decision"])
         from script_json import write_json
 
         write_json(result, "python lab/results/saturation_grid.py " + " ".join(shlex.quote(a) for a in args))

@@ -1,6 +1,46 @@
 """Clip scaling: clip-higher keeps helping small models up to epsilon_high 0.32; larger ones saturate near 0.28.
 
-Version 3.1 (issue 38), fixed 2026-11-28 before any pilot or registered run of this design, after an independent read
+**Version 3.2 (issue 38), fixed 2026-11-29 before its pilot: 32 seeds and a gate on fairness itself.** Version 3.1
+(below) ran 16 registered seeds and read "inconclusive" on both tests (`lab/results/v3.1-clip-16/`). An independent
+review then found that its saturation test could hardly have come out "reproduced": drawn from its own registered
+effects, it would have in 0.02055 of labs at a true +0.05 (`lab/results/fairness.json`), because two runs of the large
+policy fell below their start and the rest spread by about 0.05. So that label held largely by construction, which
+issue 38 asks no label to do. This version changes two things and nothing else (arms, policies, data, tests, clip
+band, learning rate, passes, steps are version 3.1's):
+
+- **32 registered seeds, chosen by a rule fixed before its data were read** (`lab/results/saturation_grid.py`,
+  committed 2026-11-29 07:45 UTC; `saturation_grid.json`). Clip scaling's arms were made on exploratory seeds
+  3000-3007 at 8 passes per generation batch (these arms) and at 4 (fresher batches, the same 960 steps). 4 passes did
+  not qualify: the small policy's share of positive-advantage tokens in (1.2, 1.32] was 0.47% pooled, under the clip
+  band's 0.5%. 8 passes qualified (every arm gained 0.18-0.23 and raised its training reward; band 0.79%), and at its
+  saturation effects (standard deviation 0.0405 over the 8 seeds, no run fell) the sign test at 0.05 / 12 comes out
+  "reproduced" at a true +0.05 in 0.96035 of labs at 32 seeds (0.39285 at 16): the rule's smallest count with 80%.
+- **A runs-stage gate on the same yardstick** (`FAIR_AT`, kind "power"): drawn from the registered seeds' own
+  effects (both tests together, each centred on its median and shifted by +0.05; 20,000 labs of 32 seeds; the sign
+  test at 0.05 / 12 with the median above 0 on both), the experiment must come out "reproduced" in at least 80% of
+  labs: its miss rate at most 0.2 (the pilot, with its margin, 0.15, from its 6 seeds). Version 3.1's registered
+  effects would miss in 0.827 of labs of 32 seeds (`fairness.json`: "reproduced" in 0.173); the grid's in 0.03965. If the registered
+  runs spread as version 3.1's did, this version reads "untestable (power)", not a verdict that holds by construction.
+
+Disclosed, because this is a second look at the same hypothesis after its first was seen:
+
+- **Version 3.1's own rule is set aside.** It said "the seed count is not raised after the pilot". This version
+  raises it after version 3.1's registered runs were reported (saturation +0.012, small gains +0.008, both
+  inconclusive), as a new design with its own pilot; version 3.1's result stays reported beside it. Two looks at one
+  hypothesis: the chance that either wrongly reads "reproduced" is at most the sum of the two looks' levels, twice a
+  single look's.
+- **Seeds 0-15 are version 3.1's seeds.** The lab's seeds count from 0, so 16 of the 32 are the seeds whose effects
+  were seen. Version 3.1's runs were made on another machine, and made again here a run does not always replicate
+  (`lab/results/clip_remake.json`: of the two runs that fell, large 0.28 on seed 2 gained instead, 0.463 -> 0.73025;
+  large 0.32 on seed 14 fell again, 0.38875 -> 0.504); every run of this version is made afresh on this machine.
+- **The grid read the contrasts' spread and the arms' gains**, which the rule needed; the grid's contrast means were
+  printed with them (`saturation_grid.json`), after the rule had chosen.
+
+The rest of this docstring is version 3.1's design, which this version keeps; where it says 16 seeds and 3 pilot
+seeds, this version has 32 and 6.
+
+
+**Version 3.1** (issue 38), fixed 2026-11-28 before any pilot or registered run of this design, after an independent read
 of its first draft (same day). It is a second attempt at the same hypothesis: version 2's registered runs, in which
 every arm lost held-out accuracy, gave small gains -0.039 [-0.079, +0.001] and saturation +0.005 (inconclusive,
 `lab/results/v2/summary.json`). Version 2's design (in `clip.py` until now) compared two ADD policies 14x apart in
@@ -72,7 +112,9 @@ from ..design import (
     training,
 )
 
-SEEDS = 16
+SEEDS = 32  # version 3.2 (16 in version 3.1)
+PILOT_SEEDS = 6  # version 3.2 (3 in version 3.1): the fairness gate reads the spread of their effects
+FAIR_AT, FAIR_LEVEL, FAIR_DRAWS, FAIR_MISS = 0.05, 0.05 / 12, 20_000, 0.2  # the runs-stage fairness gate (above)
 NUM_ITERATIONS = 8  # passes over each generation batch
 GENERATION_BATCHES = 30
 STEPS = 4 * NUM_ITERATIONS * GENERATION_BATCHES  # 4 optimizer steps per pass: 960
@@ -106,6 +148,32 @@ PRIMARIES = (
             lambda runs: _gain("small", 0.28, 0.32)(runs) - _gain("large", 0.28, 0.32)(runs)),
 )
 _moved = mean_gain(tuple(ARMS), POLICIES)  # what training gains: the arms' mean gain
+
+
+def miss_at_fair_effect(evidence: dict) -> float:
+    """The runs-stage fairness gate's value (version 3.2): the share of `FAIR_DRAWS` labs in which this experiment
+    would NOT come out "reproduced" at a true `FAIR_AT` on both tests. Each lab draws the registered number of seeds
+    (`evidence["registered_seeds"]` in a pilot, else the runs' own count) with replacement from the evidence's seeds,
+    a seed's two effects together; each test's effects (near-ties zeroed) are centred on their median and shifted by
+    `FAIR_AT`; a test passes where the sign test's p-value is below `FAIR_LEVEL` (Holm's first step in the family of
+    12) with the median above 0 (`lab/results/fairness.py`'s yardstick)."""
+    import numpy as np
+
+    from ..resampling import _sign_p
+    from ..stats import near_ties
+
+    per_seed = list(evidence["runs"].values())
+    n = evidence.get("registered_seeds", len(per_seed))
+    effects = np.array([near_ties([p.effect(runs) for runs in per_seed]) for p in PRIMARIES])
+    shifted = effects - np.median(effects, axis=1, keepdims=True) + FAIR_AT
+    picks = np.random.default_rng(0).integers(0, effects.shape[1], size=(FAIR_DRAWS, n))
+    passed = np.ones(FAIR_DRAWS, dtype=bool)
+    for values in shifted:
+        samples = values[picks]
+        passed &= (_sign_p(samples) < FAIR_LEVEL) & (np.median(samples, axis=1) > 0.0)
+    return float(1.0 - passed.mean())
+
+
 register("clip-scaling", Experiment(
     id="clip-scaling",
     title="clip-higher keeps helping small models up to 0.32; larger ones saturate near 0.28",
@@ -121,7 +189,10 @@ register("clip-scaling", Experiment(
     + gain_gates(ARMS)
     + tuple(Gate(f"{p.name}: smallest effect {SEEDS} seeds detect (80% power, Holm over every designed test) / the "
                  "arms' mean gain", power_ratio(p, _moved), 0.5, at_most=True, stage="pilot", kind="power")
-            for p in PRIMARIES),
+            for p in PRIMARIES)
+    + (Gate(f"both tests: share of labs of the registered seeds, drawn from these seeds' effects at a true +{FAIR_AT}, "
+            "that would not come out reproduced (sign test at 0.05 / 12)", miss_at_fair_effect, FAIR_MISS,
+            at_most=True, stage="runs", kind="power"),),
     details={**{f"accuracy {size} {eps}": one_arm(f"{size} {eps}", held_out()) for size, _ in SIZES for eps in EPS},
              **{"small gain 0.28 - 0.2": _gain("small", 0.2, 0.28), "large gain 0.28 - 0.2": _gain("large", 0.2, 0.28),
                 "large gain 0.32 - 0.2": _gain("large", 0.2, 0.32)},
@@ -132,8 +203,9 @@ register("clip-scaling", Experiment(
              **{f"weight distance {label}": one_arm(label, held_out("update_norm")) for label in ARMS},
              **{f"mean gradient norm {label}": one_arm(label, training("grad_norm_mean")) for label in ARMS}},
     curve="clip_ratio/high_mean",
-    seeds=SEEDS, pilot_seeds=3,
-    notes="Two carry-habit ADD policies from the same SFT data and 5,000 steps, each on its plateau and matched in "
+    seeds=SEEDS, pilot_seeds=PILOT_SEEDS,
+    notes="Version 3.2: 32 seeds and a runs-stage gate that the test could come out reproduced at a true +0.05. "
+          "Two carry-habit ADD policies from the same SFT data and 5,000 steps, each on its plateau and matched in "
           "initial accuracy: 2 x 48 (61K parameters) and 2 x 96 (0.24M), trained on the mixed ADD data at temperature "
           "1, lr 1e-4, 8 passes over each generation batch (960 optimizer steps).",
 ), __file__)
