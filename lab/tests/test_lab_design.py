@@ -349,12 +349,13 @@ def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
 
 def test_clip_scaling_version_3_1_by_hand(results_script):
     """Clip scaling's redesign (`designs/clip_scaling.py`): two plateau policies matched in initial accuracy, lr 1e-4
-    with 8 passes per generation batch, the clip band at 0.5%, and its two primary tests worked by hand."""
+    with 8 passes per generation batch, the clip band at 0.5%, and its two primary tests worked by hand; version 3.2:
+    32 seeds (the grid's rule: `test_lab_clip_checks.py`), 6 pilot seeds."""
     from trl_lite_lab import design
     from trl_lite_lab.designs import clip_scaling
 
     e = EXPERIMENTS["clip-scaling"]
-    assert e.design == "designs/clip_scaling.py" and (e.seeds, e.pilot_seeds) == (16, 3)
+    assert e.design == "designs/clip_scaling.py" and (e.seeds, e.pilot_seeds) == (32, 6)
     assert {label: a.policy for label, a in e.arms.items()} == {
         **{f"small {eps}": "carry-tiny" for eps in (0.2, 0.28, 0.32)},
         **{f"large {eps}": "carry-small" for eps in (0.2, 0.28, 0.32)}}
@@ -391,8 +392,37 @@ def test_clip_scaling_version_3_1_by_hand(results_script):
     # large from 0.52725: (0.175 + 0.195 + 0.225 + 0.17275 + 0.20275 + 0.20775) / 6 = 1.17825 / 6 = 0.196375
     evidence = {"runs": {1000: runs}, "initial": {"carry-tiny": {"acc": 0.525}, "carry-small": {"acc": 0.52725}}}
     powers = [g for g in e.gates if g.kind == "power"]
-    assert len(powers) == 2 and all(g.stage == "pilot" and g.threshold == 0.5 and g.at_most for g in powers)
+    assert len(powers) == 3 and all(g.stage == "pilot" and g.threshold == 0.5 and g.at_most for g in powers[:2])
     assert design.mean_gain(tuple(e.arms), clip_scaling.POLICIES)(evidence) == pytest.approx(0.196375)
+    assert (powers[2].stage, powers[2].threshold, powers[2].at_most) == ("runs", 0.2, True)
+
+
+def test_clip_scaling_fairness_gate_by_hand():
+    """Version 3.2's runs-stage gate: the share of labs of the registered seeds, drawn from the seeds' own effects at a
+    true +0.05, in which clip scaling would not come out "reproduced" (both tests, sign test at 0.05 / 12)."""
+    from trl_lite_lab.designs import clip_scaling
+
+    gate = [g for g in EXPERIMENTS["clip-scaling"].gates if g.value is clip_scaling.miss_at_fair_effect][0]
+
+    def evidence(xs, registered=None):
+        # every arm at 0.5 but small 0.32 at 0.5 + x: small gains = x, saturation = (0.5 + x - 0.5) - (0.5 - 0.5) = x
+        runs = {seed: {label: {"eval": {"acc": 0.5 + (x if label == "small 0.32" else 0.0)}}
+                       for label in clip_scaling.ARMS} for seed, x in enumerate(xs)}
+        return {"runs": runs, **({"registered_seeds": registered} if registered else {})}
+
+    # tight: 16 effects 0.000 ... 0.015, within 0.0075 of their median; shifted by +0.05 every drawn seed is positive
+    # (p = 2 / 2^16 = 3.1e-5 < 0.05 / 12), in every lab: nothing missed, the gate passes, also with the pilot's margin
+    tight = gate.value(evidence([i / 1000 for i in range(16)]))
+    assert tight == 0.0 and gate.passes(tight, 0.25)
+    # wide: 8 seeds at +1, 8 at -1 (median 0); shifted by +0.05 a drawn seed is positive with probability 1/2. At 16
+    # seeds the sign test needs 15 or more positive: P = 17 / 65536 = 0.00026, so a lab misses in 1 - 0.00026 of draws
+    # (standard error at 20,000 labs 0.00011); the two tests have the same effects here, so both pass together
+    wide = [1.0] * 8 + [-1.0] * 8
+    assert gate.value(evidence(wide)) == pytest.approx(1 - 17 / 65536, abs=5 * 0.00011) and not gate.passes(0.99974)
+    # in a pilot the labs have the registered count, 32: 25 or more positive, P(Bin(32, 1/2) >= 25) = 0.00105
+    assert gate.value(evidence(wide, registered=32)) == pytest.approx(1 - 0.00105, abs=5 * 0.00023)
+    # the pilot's margin: at most 0.2 - 0.2 x 0.25 = 0.15; 0.18 passes the runs gate, not the pilot's
+    assert gate.passes(0.18) and not gate.passes(0.18, 0.25) and gate.passes(0.15, 0.25)
 
 
 def test_clip_higher_version_3_1_by_hand(results_script):

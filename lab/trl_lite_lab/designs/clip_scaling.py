@@ -1,12 +1,13 @@
 """Clip scaling: clip-higher keeps helping small models up to epsilon_high 0.32; larger ones saturate near 0.28.
 
 **Version 3.2 (issue 38), fixed 2026-11-29 before its pilot: 32 seeds and a gate on fairness itself.** Version 3.1
-(below) ran 16 registered seeds and read "inconclusive" on both tests (`lab/results/v3.1-clip-16/`). An independent
-review then found that its saturation test could hardly have come out "reproduced": drawn from its own registered
-effects, it would have in 0.02055 of labs at a true +0.05 (`lab/results/fairness.json`), because two runs of the large
-policy fell below their start and the rest spread by about 0.05. So that label held largely by construction, which
-issue 38 asks no label to do. This version changes two things and nothing else (arms, policies, data, tests, clip
-band, learning rate, passes, steps are version 3.1's):
+(below) ran 16 registered seeds and read "inconclusive" on both tests (its summary, pilot and readings are kept in
+`lab/results/v3.1-clip-16/`). An independent review then found that its saturation test could hardly have come out
+"reproduced": drawn from its own registered effects, it would have in 0.02055 of labs at a true +0.05
+(`lab/results/v3.1-clip-16/fairness.json`), because two runs of the large policy fell below their start and the rest
+spread by about 0.05. So that label held largely by construction, which issue 38 asks no label to do. This version
+changes two things and nothing else (arms, policies, data, tests, clip band, learning rate, passes, steps are version
+3.1's):
 
 - **32 registered seeds, chosen by a rule fixed before its data were read** (`lab/results/saturation_grid.py`,
   committed 2026-11-29 07:45 UTC; `saturation_grid.json`). Clip scaling's arms were made on exploratory seeds
@@ -19,8 +20,9 @@ band, learning rate, passes, steps are version 3.1's):
   effects (both tests together, each centred on its median and shifted by +0.05; 20,000 labs of 32 seeds; the sign
   test at 0.05 / 12 with the median above 0 on both), the experiment must come out "reproduced" in at least 80% of
   labs: its miss rate at most 0.2 (the pilot, with its margin, 0.15, from its 6 seeds). Version 3.1's registered
-  effects would miss in 0.827 of labs of 32 seeds (`fairness.json`: "reproduced" in 0.173); the grid's in 0.03965. If the registered
-  runs spread as version 3.1's did, this version reads "untestable (power)", not a verdict that holds by construction.
+  effects would miss in 0.827 of labs of 32 seeds (`v3.1-clip-16/fairness.json`: "reproduced" in 0.173); the grid's
+  in 0.03965. If the registered runs spread as version 3.1's did, this version reads "untestable (power)", not a
+  verdict that holds by construction.
 
 Disclosed, because this is a second look at the same hypothesis after its first was seen:
 
@@ -33,15 +35,15 @@ Disclosed, because this is a second look at the same hypothesis after its first 
   were seen. Version 3.1's runs were made on another machine, and made again here a run does not always replicate
   (`lab/results/clip_remake.json`: of the two runs that fell, large 0.28 on seed 2 gained instead, 0.463 -> 0.73025;
   large 0.32 on seed 14 fell again, 0.38875 -> 0.504); every run of this version is made afresh on this machine.
-- **The grid read the contrasts' spread and the arms' gains**, which the rule needed; the grid's contrast means were
-  printed with them (`saturation_grid.json`), after the rule had chosen.
+- **What the grid showed.** The rule reads the arms' gains, reward rises and clip band and the saturation effects'
+  spread (`saturation_grid.decide`), never a contrast's mean or sign; but the arms' mean accuracies, from which the
+  contrasts' means follow, were printed with those inputs and read (`saturation_grid.json`).
 
 The rest of this docstring is version 3.1's design, which this version keeps; where it says 16 seeds and 3 pilot
 seeds, this version has 32 and 6.
 
-
-**Version 3.1** (issue 38), fixed 2026-11-28 before any pilot or registered run of this design, after an independent read
-of its first draft (same day). It is a second attempt at the same hypothesis: version 2's registered runs, in which
+**Version 3.1** (issue 38), fixed 2026-11-28 before any pilot or registered run of this design, after an independent
+read of its first draft (same day). It is a second attempt at the same hypothesis: version 2's registered runs, in which
 every arm lost held-out accuracy, gave small gains -0.039 [-0.079, +0.001] and saturation +0.005 (inconclusive,
 `lab/results/v2/summary.json`). Version 2's design (in `clip.py` until now) compared two ADD policies 14x apart in
 size, matched in initial accuracy only because the small one was caught mid-jump (0.0535 at 2,800 SFT steps, 0.4265
