@@ -15,13 +15,13 @@ Read per seed, as the design reads them: the saturation contrast and the small-g
 arm's held-out gain over its initial policy and training-reward rise, the share of positive-advantage tokens whose
 ratio lies in (1.2, 1.32] (where 0.2 and 0.32 clip differently: the design's sanity gate asks 0.5%) and in
 (1.28, 1.32] (where 0.28 and 0.32 do), and runs that fell below their start. Over seeds: each contrast's mean,
-standard deviation, and the smallest effect a sign test on 16, 32 and 64 seeds detects with 80% power at the
+standard deviation, and the smallest effect a sign test on 16, 32, 48 and 64 seeds detects with 80% power at the
 strictest Holm level of the 16 designed tests (`stats.detectable_effect`, a normal planning figure, as the pilots'
 power gates).
 
-**How it decides, fixed 2026-11-29 07:45 UTC (this commit), after its first runs were started and before any was read** (the K = 4
-runs on seeds 3000-3007 were started at 07:43; the K = 8 ones on the same seeds are added so that the two settings
-are compared on the same seeds and machine):
+**How it decides, fixed 2026-11-29 07:45 UTC (commit d31a8c1), after its first runs were started and before any
+was read** (the K = 4 runs on seeds 3000-3007 were started at 07:43; the K = 8 ones on the same seeds are added so that
+the two settings are compared on the same seeds and machine):
 
 1. A setting qualifies when, on the grid's seeds, every arm gains at least 0.03 held-out accuracy (mean over seeds)
    and raises its training reward, the small 0.2 arm's share in (1.2, 1.32] is at least 0.5%
@@ -34,6 +34,10 @@ are compared on the same seeds and machine):
    64 is this session's budget for runs (about 28 s a run here, 5 arms).
 4. If no setting qualifies or none reaches 80% at 64 seeds, clip scaling is not redesigned, and the grid is reported
    as what a fair saturation test would take.
+
+`decide` implements the rule; it was written at 08:08 UTC, after the K = 4 summary had been read. The one reading it
+had to settle, whether the clip band is pooled over seeds (as the design's gate) or a mean of runs, did not matter:
+both gave 0.47% at K = 4. What it decided: 8 passes and 32 seeds (`designs/clip_scaling.py`, version 3.2).
 
     python lab/results/saturation_grid.py run "large 0.28" 4 3000 --output-dir D   # one process per run
     python lab/results/saturation_grid.py summarize D 4 8 --json lab/results/saturation_grid.json
@@ -100,7 +104,8 @@ def _sd(values: list[float]) -> float:
 
 def contrasts(per_arm: dict[str, float]) -> dict[str, float]:
     """The design's two primaries from one seed's held-out accuracies per arm."""
-    return {"saturation": (per_arm["small 0.32"] - per_arm["small 0.28"]) - (per_arm["large 0.32"] - per_arm["large 0.28"]),
+    small, large = (per_arm[f"{size} 0.32"] - per_arm[f"{size} 0.28"] for size in ("small", "large"))
+    return {"saturation": small - large,
             "small gains": per_arm["small 0.32"] - per_arm["small 0.2"]}
 
 
@@ -141,11 +146,12 @@ def summarize(output_dir: str, k: int) -> dict:
     arms = {}
     for label in LABELS:
         rows = [runs[s][label] for s in complete]
-        arms[label] = {key: sum(r[key] for r in rows) / len(rows) for key in rows[0] if not key.endswith("tokens")} if rows else {}
+        arms[label] = ({key: sum(r[key] for r in rows) / len(rows) for key in rows[0] if not key.endswith("tokens")}
+                       if rows else {})
         arms[label]["fell"] = sum(r["gain"] < 0 for r in rows)
         # pooled over seeds, as the design's clip-band gate reads it (`design.band_share`)
-        arms[label]["wide_band_pooled"] = (sum(r["wide_band_tokens"] for r in rows) / sum(r["positive_tokens"] for r in rows)
-                                           if rows else float("nan"))
+        band, positive = (sum(r[key] for r in rows) for key in ("wide_band_tokens", "positive_tokens"))
+        arms[label]["wide_band_pooled"] = band / positive if positive else float("nan")
         arms[label]["acc_sd"] = _sd([r["acc"] for r in rows]) if len(rows) > 1 else float("nan")
     return {"num_iterations": k, "steps": STEPS, "generation_batches": STEPS // (4 * k), "seeds": complete,
             "initial": initial, "arms": arms, "tests": tests,

@@ -71,7 +71,10 @@ def committed_numbers() -> list[float]:
                  *glob.glob(os.path.join(LAB, "v3.1-family-12", "*.json")),  # and of 13:33 UTC, before T2 reported
                  # and of 04:07 UTC, 2026-11-29, with T5 reported before its premise gate
                  *glob.glob(os.path.join(LAB, "v3.1-t5-reported", "*.json")),
-                 *glob.glob(os.path.join(LAB, "v3.1-before-t6", "*.json"))]:  # and of 04:25 UTC, before T6 reported
+                 *glob.glob(os.path.join(LAB, "v3.1-before-t6", "*.json")),  # and of 04:25 UTC, before T6 reported
+                 # and clip scaling's 16 seeds (its summary, pilot and readings), before its version 3.2
+                 *glob.glob(os.path.join(LAB, "v3.1-clip-16", "*.json")),
+                 os.path.join(LAB, "saturation_grid.json"), os.path.join(LAB, "clip_remake.json")]:
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():
@@ -203,7 +206,8 @@ def test_summary_json_is_the_current_definitions(monkeypatch):
 
 
 @pytest.mark.parametrize("name, extra", [("fairness", ()), ("null_seeds", ()), ("t5_reading", ()), ("t8_reading", ()),
-                                         ("clip_grid", ()), ("t5_grid", ("made",)), ("t8_grid", ("made",))])
+                                         ("clip_grid", ()), ("t5_grid", ("made",)), ("t8_grid", ("made",)),
+                                         ("saturation_grid", ()), ("clip_remake", ())])
 def test_the_scripts_json_writer_writes_the_committed_files(tmp_path, name, extra):
     """`lab/results/script_json.py`, the `--json` writer of these scripts, given what a committed file holds (less its
     `made_by` and the scripts' other fixed keys), writes that file again byte for byte; without `--json`, nothing."""

@@ -31,10 +31,12 @@ def test_a_remade_run_against_the_registered_one(tmp_path, results_script):
     assert row["step1_loss_diff"] == 0.0 and (row["acc"], row["acc_registered"]) == (0.730, 0.463)
     # made twice on one machine: every logged figure and held-out measure equal, wall times aside
     again = _run(tmp_path / "again", 0.730, [-0.086, -0.345 + 1e-8, 0.109, 0.25])
-    (again / "metrics.jsonl").write_text((again / "metrics.jsonl").read_text().replace('"step_time": 0.1', '"step_time": 9.9'))
+    logged = (again / "metrics.jsonl").read_text()
+    (again / "metrics.jsonl").write_text(logged.replace('"step_time": 0.1', '"step_time": 9.9'))
     assert remake.same_everywhere(str(remade), str(again)) and not remake.same_everywhere(str(remade), str(registered))
     # a NaN measure (nothing to count) is the same NaN in both; a different count of steps is not the same run
-    nan = _run(tmp_path / "nan", 0.730, [-0.086, -0.345 + 1e-8, 0.109, 0.25], {"repetition/frac_truncated": float("nan")})
+    nan = _run(tmp_path / "nan", 0.730, [-0.086, -0.345 + 1e-8, 0.109, 0.25],
+               {"repetition/frac_truncated": float("nan")})
     assert not remake.same_everywhere(str(remade), str(nan))
     assert remake.same_everywhere(str(nan), str(nan))
     short = _run(tmp_path / "short", 0.730, [-0.086, -0.345])
