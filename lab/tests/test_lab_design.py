@@ -399,7 +399,8 @@ def test_clip_scaling_version_3_1_by_hand(results_script):
 
 def test_clip_scaling_fairness_gate_by_hand():
     """Version 3.2's runs-stage gate: the share of labs of the registered seeds, drawn from the seeds' own effects at a
-    true +0.05, in which clip scaling would not come out "reproduced" (both tests, sign test at 0.05 / 12)."""
+    true +0.05, in which clip scaling's tests that do not already reject would not come out "reproduced" (sign test at
+    0.05 / 12)."""
     from trl_lite_lab.designs import clip_scaling
 
     gate = [g for g in EXPERIMENTS["clip-scaling"].gates if g.value is clip_scaling.miss_at_fair_effect][0]
@@ -423,6 +424,30 @@ def test_clip_scaling_fairness_gate_by_hand():
     assert gate.value(evidence(wide, registered=32)) == pytest.approx(1 - 0.00105, abs=5 * 0.00023)
     # the pilot's margin: at most 0.2 - 0.2 x 0.25 = 0.15; 0.18 passes the runs gate, not the pilot's
     assert gate.passes(0.18) and not gate.passes(0.18, 0.25) and gate.passes(0.15, 0.25)
+    # the tests are drawn on the same seeds: one seed at -1 and 15 at -0.007, -0.006, ..., +0.007 (8 below 0, 7 above,
+    # one tie: p near 1, no rejection; median -0.0005); centred and shifted by +0.05 the 15 are positive (from 0.0435)
+    # and the one negative, so a drawn seed is positive with probability 15/16 and a lab of 16 passes with
+    # P(at least 15 of 16) = (15/16)^15 x (16 x 1/16 + 15/16) = 0.3798 x 1.9375 = 0.7358. Both tests have these
+    # effects: drawn together they pass together, missing in 1 - 0.7358 = 0.2642 of labs (drawn apart,
+    # 1 - 0.7358^2 = 0.4586); standard error at 20,000 labs 0.0031
+    one_low = [-1.0] + [(i - 7) / 1000 for i in range(15)]
+    assert gate.value(evidence(one_low)) == pytest.approx(1 - (15 / 16) ** 15 * 1.9375, abs=4 * 0.0031)
+    # a test that rejects on the seeds themselves is not read: 32 seeds all positive (p = 2 / 2^32 < 0.05 / 12) and
+    # spread wide, -1 ... +1 about their median, would miss nearly always (a seed below -0.05 of the median in about
+    # half the draws); here both tests reject, so the gate has nothing to read: 0.0
+    wide_but_clear = [0.01 + 2 * i / 31 for i in range(32)]
+    assert gate.value(evidence(wide_but_clear)) == 0.0
+    # and where only one rejects, the other alone is read: small gains x (all positive, rejects), saturation the
+    # wide coin-flip sample of above (via large 0.32 falling by y - x), so the miss is the wide test's, 1 - 17 / 65536
+    def split(xs, ys):
+        e = evidence(xs)
+        for (seed, runs), x, y in zip(e["runs"].items(), xs, ys):
+            runs["large 0.32"]["eval"]["acc"] = 0.5 + x - y  # saturation = x - (0.5 + x - y - 0.5) = y
+        return e
+    clear = [0.01 + i / 1000 for i in range(16)]
+    assert [p.effect(split(clear, wide)["runs"][3]) for p in EXPERIMENTS["clip-scaling"].primaries] == pytest.approx(
+        [0.013, 1.0])
+    assert gate.value(split(clear, wide)) == pytest.approx(1 - 17 / 65536, abs=5 * 0.00011)
 
 
 def test_clip_higher_version_3_1_by_hand(results_script):

@@ -17,12 +17,19 @@ changes two things and nothing else (arms, policies, data, tests, clip band, lea
   saturation effects (standard deviation 0.0405 over the 8 seeds, no run fell) the sign test at 0.05 / 12 comes out
   "reproduced" at a true +0.05 in 0.96035 of labs at 32 seeds (0.39285 at 16): the rule's smallest count with 80%.
 - **A runs-stage gate on the same yardstick** (`FAIR_AT`, kind "power"): drawn from the registered seeds' own
-  effects (both tests together, each centred on its median and shifted by +0.05; 20,000 labs of 32 seeds; the sign
-  test at 0.05 / 12 with the median above 0 on both), the experiment must come out "reproduced" in at least 80% of
-  labs: its miss rate at most 0.2 (the pilot, with its margin, 0.15, from its 6 seeds). Version 3.1's registered
-  effects would miss in 0.827 of labs of 32 seeds (`v3.1-clip-16/fairness.json`: "reproduced" in 0.173); the grid's
-  in 0.03965. If the registered runs spread as version 3.1's did, this version reads "untestable (power)", not a
-  verdict that holds by construction.
+  effects (the tests together, each centred on its median and shifted by +0.05; 20,000 labs of 32 seeds; the sign
+  test at 0.05 / 12 with the median above 0), the experiment's tests must come out "reproduced" in at least 80% of
+  labs: its miss rate at most 0.2 (the pilot, with its margin, 0.15). A test that already rejects at 0.05 / 12 on the
+  registered seeds (either direction) is not read by this gate: a spread-only gate must not overrule a clear result.
+  Version 3.1's registered effects would miss in 0.827 of labs of 32 seeds (`v3.1-clip-16/fairness.json`:
+  "reproduced" in 0.173); the grid's in 0.03965. If the registered runs spread as version 3.1's did, this version
+  likely reads "untestable (power)", not an "inconclusive" that holds by construction.
+- **The gate's first form, and why it changed** (2026-11-29 08:25 UTC, before any registered run was read). As
+  first committed (817e32a, piloted 08:19), the gate read both tests whatever they showed, so a spread-only measure
+  could have overruled a test that rejects clearly (an independent review of the design: 32 effects spread normally
+  about +0.20 with standard deviation 0.07 give p = 4.7e-10 and yet miss 0.564). The pilot and the 18 registered
+  runs then made (of 192) were made again under this form; the first pilot is kept
+  (`pilots/superseded/v3.2/clip-scaling-first-gate.json`).
 
 Disclosed, because this is a second look at the same hypothesis after its first was seen:
 
@@ -37,7 +44,18 @@ Disclosed, because this is a second look at the same hypothesis after its first 
   large 0.32 on seed 14 fell again, 0.38875 -> 0.504); every run of this version is made afresh on this machine.
 - **What the grid showed.** The rule reads the arms' gains, reward rises and clip band and the saturation effects'
   spread (`saturation_grid.decide`), never a contrast's mean or sign; but the arms' mean accuracies, from which the
-  contrasts' means follow, were printed with those inputs and read (`saturation_grid.json`).
+  contrasts' means follow, were printed with those inputs and read (`saturation_grid.json`): at 8 passes saturation
+  -0.039 (6 of 8 seeds against the claim) and small gains -0.003. The grid ran the five arms the tests read, not
+  large 0.2 (whose gates only the pilot checked). The rule's text was committed before its data were read;
+  `decide` and `fair_chance`, which carry it out, were written after 4 passes' figures had been read.
+- **The seed count rests on the grid's 8 seeds.** Version 3.1's 16 registered seeds of the same arms point to more
+  (64-96 seeds; `v3.1-clip-16/fairness.json`), and the large policy's falls are not only another machine's (seed 14's
+  fell again here). The rule took the grid's, as fixed; if the registered seeds spread as version 3.1's did, the
+  runs-stage gate says so. Each fall counts as spread, though falls under stale batches at a looser bound may be part
+  of what the trick does to a larger policy.
+- **Pilot seeds 1000-1002 are version 3.1's pilot seeds**, made afresh (6 pilot seeds now). With 6 seeds the
+  fairness gate at the pilot checks little: it fails only where a pilot seed lies more than about 0.05 below its
+  test's median.
 
 The rest of this docstring is version 3.1's design, which this version keeps; where it says 16 seeds and 3 pilot
 seeds, this version has 32 and 6.
@@ -153,12 +171,15 @@ _moved = mean_gain(tuple(ARMS), POLICIES)  # what training gains: the arms' mean
 
 
 def miss_at_fair_effect(evidence: dict) -> float:
-    """The runs-stage fairness gate's value (version 3.2): the share of `FAIR_DRAWS` labs in which this experiment
-    would NOT come out "reproduced" at a true `FAIR_AT` on both tests. Each lab draws the registered number of seeds
-    (`evidence["registered_seeds"]` in a pilot, else the runs' own count) with replacement from the evidence's seeds,
-    a seed's two effects together; each test's effects (near-ties zeroed) are centred on their median and shifted by
-    `FAIR_AT`; a test passes where the sign test's p-value is below `FAIR_LEVEL` (Holm's first step in the family of
-    12) with the median above 0 (`lab/results/fairness.py`'s yardstick)."""
+    """The runs-stage fairness gate's value (version 3.2): the share of `FAIR_DRAWS` labs in which this experiment's
+    tests that do not already reject would NOT all come out "reproduced" at a true `FAIR_AT`. Each lab draws the
+    registered number of seeds (`evidence["registered_seeds"]` in a pilot, else the runs' own count) with replacement
+    from the evidence's seeds, a seed's effects on every test together; each test's effects (near-ties zeroed) are
+    centred on their median and shifted by `FAIR_AT`; a test passes where the sign test's p-value is below
+    `FAIR_LEVEL` (Holm's first step in the family of 12) with the median above 0 (`lab/results/fairness.py`'s
+    yardstick). A test whose own p-value on the evidence is already below `FAIR_LEVEL` (either direction) is not read:
+    a test that rejects at Holm's strictest level needs no power argument, and a spread-only gate must not overrule
+    it. 0.0 where every test rejects. (A pilot's few seeds cannot reject: 2 / 2^6 is above the level.)"""
     import numpy as np
 
     from ..resampling import _sign_p
@@ -167,6 +188,9 @@ def miss_at_fair_effect(evidence: dict) -> float:
     per_seed = list(evidence["runs"].values())
     n = evidence.get("registered_seeds", len(per_seed))
     effects = np.array([near_ties([p.effect(runs) for runs in per_seed]) for p in PRIMARIES])
+    effects = effects[_sign_p(effects) >= FAIR_LEVEL]  # the tests that do not reject on the evidence itself
+    if not len(effects):
+        return 0.0
     shifted = effects - np.median(effects, axis=1, keepdims=True) + FAIR_AT
     picks = np.random.default_rng(0).integers(0, effects.shape[1], size=(FAIR_DRAWS, n))
     passed = np.ones(FAIR_DRAWS, dtype=bool)
@@ -192,8 +216,8 @@ register("clip-scaling", Experiment(
     + tuple(Gate(f"{p.name}: smallest effect {SEEDS} seeds detect (80% power, Holm over every designed test) / the "
                  "arms' mean gain", power_ratio(p, _moved), 0.5, at_most=True, stage="pilot", kind="power")
             for p in PRIMARIES)
-    + (Gate(f"both tests: share of labs of the registered seeds, drawn from these seeds' effects at a true +{FAIR_AT}, "
-            "that would not come out reproduced (sign test at 0.05 / 12)", miss_at_fair_effect, FAIR_MISS,
+    + (Gate(f"tests that do not reject at 0.05 / 12: share of labs of the registered seeds, drawn from these seeds' "
+            f"effects at a true +{FAIR_AT}, that would not come out reproduced", miss_at_fair_effect, FAIR_MISS,
             at_most=True, stage="runs", kind="power"),),
     details={**{f"accuracy {size} {eps}": one_arm(f"{size} {eps}", held_out()) for size, _ in SIZES for eps in EPS},
              **{"small gain 0.28 - 0.2": _gain("small", 0.2, 0.28), "large gain 0.28 - 0.2": _gain("large", 0.2, 0.28),
