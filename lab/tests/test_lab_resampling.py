@@ -236,14 +236,19 @@ def test_more_seeds_under_the_metric_as_fixed(results_script):
     assert min(at_16["own_seeds"].values()) == 16
     assert at_16["rows"][0]["family"] == committed_null["null_rate"]
     assert committed["rows"][0] == at_16["rows"][0]
-    # an exact test rejects with probability alpha / m at Holm's first step; 12 independent directional tests in a
-    # family of 12: 1 - (1 - 0.05 / 12)^12 = 1 - 0.99583^12 = 0.04887, leaving 0.0011 of the goal's 0.05
-    assert at_16["exact_reference"] == pytest.approx(0.04887, abs=5e-6) == committed["exact_reference"]
+    # an exact test rejects with probability alpha / m at Holm's first step; since clip scaling became untestable
+    # (2026-11-29, ninth session) 10 directional tests are tested in the family of 12:
+    # 1 - (1 - 0.05 / 12)^10 = 1 - 0.99583^10 = 1 - 0.95911 = 0.04089
+    assert len(at_16["directional"]) == 10
+    assert at_16["exact_reference"] == pytest.approx(0.04089, abs=5e-6) == committed["exact_reference"]
     # the largest count, remade: the committed figures are the script's
     at_256 = module.reading(summary, seeds=(256,))
     assert at_256["rows"][0] == committed["rows"][-1] and committed["rows"][-1]["seeds"] == 256
-    # the claim the write-up makes from it: at 256 seeds per test neither test of the mean meets the goal
-    assert min(at_256["rows"][0]["family"]["t"], at_256["rows"][0]["family"]["sign-flip"]) > 0.05
+    # the claims the write-up makes from it: at 256 seeds per test both tests of the mean meet the goal (at most 5%),
+    # at 128 neither does
+    assert max(at_256["rows"][0]["family"]["t"], at_256["rows"][0]["family"]["sign-flip"]) <= 0.05
+    at_128 = [row for row in committed["rows"] if row["seeds"] == 128][0]["family"]
+    assert min(at_128["t"], at_128["sign-flip"]) > 0.05
 
 
 def test_fairness_reading_by_hand_and_the_committed_one(tmp_path, results_script):
