@@ -3,13 +3,13 @@ batch, on exploratory seeds.
 
 Not an experiment about the paper and not a pilot: it informs a possible redesign of clip scaling, which the eighth
 session left as a new design not attempted (`lab/results/README.md`). Clip scaling's saturation test, (accuracy at
-epsilon_high 0.32 - at 0.28) of the small policy minus the large policy's, spread so widely over its 16 registered
-seeds (two runs of the large policy fell below their start) that an effect of 0.207 would have been needed for 80%
-power, and about 100 seeds for a fair test at a true +0.05 (`fairness.json`). The registered design trains 960
-optimizer steps at lr 1e-4 with 8 passes over each of 30 generation batches (`designs/clip_scaling.py`). Here each
-arm keeps its policy, data, learning rate, temperature and 960 steps, and takes `K` passes over each of 240 / K
-generation batches (K = 4: 60 batches; fresher batches, the same number of updates), on seeds 3000 and up (never a
-registered or pilot seed).
+epsilon_high 0.32 - at 0.28) of the small policy minus the large policy's, spread so widely over its 16 registered seeds
+(two runs of the large policy fell below their start) that an effect of 0.207 would have been needed for 80% power, and
+about 100 seeds for a fair test at a true +0.05 (`v3.1-clip-16/fairness.json`). The registered design trains 960
+optimizer steps at lr 1e-4 with 8 passes over each of 30 generation batches (`designs/clip_scaling.py`). Here each arm
+keeps its policy, data, learning rate, temperature and 960 steps, and takes `K` passes over each of 240 / K generation
+batches (K = 4: 60 batches; fresher batches, the same number of updates), on seeds 3000 and up (never a registered or
+pilot seed).
 
 Read per seed, as the design reads them: the saturation contrast and the small-gains contrast (0.32 - 0.2, small), each
 arm's held-out gain over its initial policy and training-reward rise, the share of positive-advantage tokens whose
