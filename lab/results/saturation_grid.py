@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import statistics
 import sys
 
 from trl_lite_lab.designs.clip_scaling import LEARNING_RATE, SIZES, STEPS
@@ -97,11 +98,6 @@ def run(label: str, k: int, seed: int, output_dir: str) -> None:
     run_arm(a, seed, output_dir, progress=False, eval_problems=EVAL_PROBLEMS)
 
 
-def _sd(values: list[float]) -> float:
-    m = sum(values) / len(values)
-    return (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-
-
 def contrasts(per_arm: dict[str, float]) -> dict[str, float]:
     """The design's two primaries from one seed's held-out accuracies per arm."""
     small, large = (per_arm[f"{size} 0.32"] - per_arm[f"{size} 0.28"] for size in ("small", "large"))
@@ -139,7 +135,7 @@ def summarize(output_dir: str, k: int) -> dict:
     tests = {}
     for name in ("saturation", "small gains"):
         values = [per_seed[s][name] for s in complete]
-        sd = _sd(values) if len(values) > 1 else float("nan")
+        sd = statistics.stdev(values) if len(values) > 1 else float("nan")
         tests[name] = {"per_seed": values, "mean": sum(values) / len(values) if values else float("nan"), "sd": sd,
                        "detectable": {str(n): detectable_effect(sd, n, DESIGNED_TESTS) for n in SEED_COUNTS},
                        "fair_chance": {str(n): fair_chance(values, n) for n in SEED_COUNTS} if len(values) > 1 else {}}
@@ -152,7 +148,7 @@ def summarize(output_dir: str, k: int) -> dict:
         # pooled over seeds, as the design's clip-band gate reads it (`design.band_share`)
         band, positive = (sum(r[key] for r in rows) for key in ("wide_band_tokens", "positive_tokens"))
         arms[label]["wide_band_pooled"] = band / positive if positive else float("nan")
-        arms[label]["acc_sd"] = _sd([r["acc"] for r in rows]) if len(rows) > 1 else float("nan")
+        arms[label]["acc_sd"] = statistics.stdev([r["acc"] for r in rows]) if len(rows) > 1 else float("nan")
     return {"num_iterations": k, "steps": STEPS, "generation_batches": STEPS // (4 * k), "seeds": complete,
             "initial": initial, "arms": arms, "tests": tests,
             "runs": {str(s): runs[s] for s in complete}}
