@@ -74,7 +74,10 @@ def committed_numbers() -> list[float]:
                  *glob.glob(os.path.join(LAB, "v3.1-before-t6", "*.json")),  # and of 04:25 UTC, before T6 reported
                  # and clip scaling's 16 seeds (its summary, pilot and readings), before its version 3.2
                  *glob.glob(os.path.join(LAB, "v3.1-clip-16", "*.json")),
-                 os.path.join(LAB, "saturation_grid.json"), os.path.join(LAB, "clip_remake.json")]:
+                 # and clip scaling's 32 seeds, before its version 3.3
+                 *glob.glob(os.path.join(LAB, "v3.2-clip-32", "*.json")),
+                 os.path.join(LAB, "saturation_grid.json"), os.path.join(LAB, "clip_remake.json"),
+                 os.path.join(LAB, "clip_seed_count.json")]:
         with open(path, encoding="utf-8") as f:
             values += list(_numbers(json.load(f)))
     for name in EXPERIMENTS.names():
@@ -207,7 +210,7 @@ def test_summary_json_is_the_current_definitions(monkeypatch):
 
 @pytest.mark.parametrize("name, extra", [("fairness", ()), ("null_seeds", ()), ("t5_reading", ()), ("t8_reading", ()),
                                          ("clip_grid", ()), ("t5_grid", ("made",)), ("t8_grid", ("made",)),
-                                         ("saturation_grid", ()), ("clip_remake", ())])
+                                         ("saturation_grid", ()), ("clip_remake", ()), ("clip_seed_count", ())])
 def test_the_scripts_json_writer_writes_the_committed_files(tmp_path, name, extra):
     """`lab/results/script_json.py`, the `--json` writer of these scripts, given what a committed file holds (less its
     `made_by` and the scripts' other fixed keys), writes that file again byte for byte; without `--json`, nothing."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -78,3 +79,34 @@ def test_the_grids_yardstick_by_hand(results_script):
     assert grid.fair_chance([-0.001, 0.0, 0.001], 16, delta=-0.05) == 0.0
     # a tight sample shifted by +0.05: every seed positive, always (2 / 2^16 < 0.05 / 12)
     assert grid.fair_chance([-0.001, 0.0, 0.001], 16) == 1.0
+
+
+def test_the_seed_count_rule_by_hand(results_script, tmp_path):
+    """`lab/results/clip_seed_count.py`, which chose version 3.3's 64 seeds: version 3.2's own gate, read at more seeds
+    on version 3.2's registered effects rebuilt from each arm's per-seed accuracy."""
+    count = results_script("clip_seed_count")
+    # the rule: the smallest multiple of 8 whose miss is under a quarter of the allowed 0.2, i.e. under 0.05
+    assert count.choose({32: 0.4, 48: 0.14, 56: 0.087, 64: 0.029}, 0.2) == 64
+    assert count.choose({48: 0.049, 64: 0.01}, 0.2) == 48
+    assert count.choose({48: 0.05, 56: 0.06}, 0.2) is None  # 0.05 is not under 0.05
+    assert count.choose({50: 0.0, 56: 0.01}, 0.2) == 56  # 50 is not a multiple of 8
+    # the rebuilt evidence gives version 3.2's own gate value at its own 32 seeds, 0.40085 (v3.2-clip-32/summary.json:
+    # "0.401 of labs"), and the committed reading is what the script makes now
+    archived = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "v3.2-clip-32",
+                            "summary.json")
+    with open(archived, encoding="utf-8") as f:
+        (v32,) = [t for t in json.load(f)["takeaways"] if t["id"] == "clip-scaling"]
+    gate = [g for g in v32["gates"] if g["name"].startswith("tests that do not reject")][0]
+    made = count.reading(archived)
+    assert made["miss"]["32"] == gate["value"] == pytest.approx(0.40085)
+    with open(os.path.join(os.path.dirname(archived), "..", "clip_seed_count.json"), encoding="utf-8") as f:
+        committed = json.load(f)
+    assert committed["summary"] == "lab/results/v3.2-clip-32/summary.json"  # the path as given, from the clone's root
+    assert {k: v for k, v in committed.items() if k not in ("made_by", "summary")} == {
+        k: v for k, v in made.items() if k != "summary"} and made["chosen"] == 64
+    # one arm short of the summary's seed count is refused, naming the file and both counts
+    v32["details"]["accuracy small 0.2"]["per_seed"].pop()
+    short = tmp_path / "summary.json"
+    short.write_text(json.dumps({"takeaways": [v32]}))
+    with pytest.raises(ValueError, match=r"summary.json: clip scaling's arms hold \[31, 32\] seeds, its summary says 32"):
+        count.evidence(str(short), 64)

@@ -350,12 +350,12 @@ def test_the_headline_gate_is_signed_and_its_arms_are_trl_lites_recipes():
 def test_clip_scaling_version_3_1_by_hand(results_script):
     """Clip scaling's redesign (`designs/clip_scaling.py`): two plateau policies matched in initial accuracy, lr 1e-4
     with 8 passes per generation batch, the clip band at 0.5%, and its two primary tests worked by hand; version 3.2:
-    32 seeds (the grid's rule: `test_lab_clip_checks.py`), 6 pilot seeds."""
+    6 pilot seeds; version 3.3: 64 seeds (`clip_seed_count.py`'s rule: `test_lab_clip_checks.py`)."""
     from trl_lite_lab import design
     from trl_lite_lab.designs import clip_scaling
 
     e = EXPERIMENTS["clip-scaling"]
-    assert e.design == "designs/clip_scaling.py" and (e.seeds, e.pilot_seeds) == (32, 6)
+    assert e.design == "designs/clip_scaling.py" and (e.seeds, e.pilot_seeds) == (64, 6)
     assert {label: a.policy for label, a in e.arms.items()} == {
         **{f"small {eps}": "carry-tiny" for eps in (0.2, 0.28, 0.32)},
         **{f"large {eps}": "carry-small" for eps in (0.2, 0.28, 0.32)}}
