@@ -154,6 +154,38 @@ def test_an_arm_identical_to_another_is_refused():
                    primaries=(Primary("X", "m", lambda runs: 0.0),), pilot_seeds=1)
 
 
+def test_registered_seeds_from_first_seed_and_the_runs_seed_by_seed(monkeypatch):
+    """`Experiment.first_seed` (version 3.3 of clip scaling: a later version on seeds no earlier one has seen): the
+    registered seeds, a quick try's, the runner's order, and a first seed that is refused."""
+    from trl_lite_lab import runner
+    from trl_lite_lab.experiments import EXPERIMENTS, Experiment, Primary, arm
+
+    def make(**kw):
+        return Experiment(id="X", title="t", claim="c", arms={"a": arm("sumk", "fork"), "b": arm("sumk", "loop")},
+                          primaries=(Primary("X", "m", lambda runs: 0.0),), **kw)
+
+    # 3 seeds from 5000: 5000, 5001, 5002; a quick try of 2 takes the first 2; the pilot's stay 1000, 1001
+    e = make(seeds=3, first_seed=5000)
+    assert e.seed_list() == [5000, 5001, 5002] and e.seed_list(count=2) == [5000, 5001]
+    assert e.seed_list(pilot=True) == [1000, 1001] and make(seeds=3).seed_list() == [0, 1, 2]
+    # refused: below 0, and registered seeds that would be pilot seeds (999, 1000 with pilot seeds 1000, 1001)
+    with pytest.raises(ValueError, match=r"first_seed=-1 gives registered seeds -1-1; expected an int >= 0 whose "
+                                         r"seeds miss the pilot seeds 1000-1001"):
+        make(seeds=3, first_seed=-1)
+    with pytest.raises(ValueError, match=r"first_seed=999 gives registered seeds 999-1000"):
+        make(seeds=2, first_seed=999)
+    assert make(seeds=2, first_seed=1002).seed_list() == [1002, 1003]  # just past the pilot seeds
+    # the runner, seed by seed over the experiments: X's 2 seeds from 5000, Y's 3 from 0, sharing no arm
+    other = Experiment(id="Y", title="t", claim="c", arms={"c": arm("sumk", "fork", epsilon_high=0.28)},
+                       primaries=(Primary("Y", "m", lambda runs: 0.0),), seeds=3)
+    monkeypatch.setattr(runner, "EXPERIMENTS", {"X": make(seeds=2, first_seed=5000), "Y": other})
+    a, b, c = arm("sumk", "fork"), arm("sumk", "loop"), arm("sumk", "fork", epsilon_high=0.28)
+    assert runner.jobs(["X", "Y"]) == [(a, 5000), (b, 5000), (c, 0), (a, 5001), (b, 5001), (c, 1), (c, 2)]
+    assert runner.jobs(["X", "Y"], seeds=2) == [(a, 5000), (b, 5000), (c, 0), (a, 5001), (b, 5001), (c, 1)]
+    # clip scaling's version 3.3 is registered on 5000-5063
+    assert EXPERIMENTS["clip-scaling"].seed_list()[::63] == [5000, 5063]
+
+
 def test_gates():
     from trl_lite_lab.experiments import Gate
 

@@ -38,7 +38,7 @@ def _any_run_here(name: str, output_dir: str, seeds: int | None) -> bool:
     never a reason to carry)."""
     experiment = EXPERIMENTS[name]
     return any(os.path.exists(run_folder(output_dir, a, seed))
-               for seed in (list(range(seeds)) if seeds else experiment.seed_list()) for a in experiment.arms.values())
+               for seed in experiment.seed_list(count=seeds) for a in experiment.arms.values())
 
 
 def _carriable(name: str, old: dict, record: dict | None, audit: dict) -> bool:

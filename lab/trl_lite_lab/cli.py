@@ -29,7 +29,8 @@ def describe() -> str:
         for primary in e.primaries:
             kind = f"equivalence, margin {primary.margin}" if primary.margin else "> 0: as the paper says"
             lines.append(f"   test:  {primary.metric} ({kind})")
-        lines.append(f"   arms:  {', '.join(f'{label} [{a.name}]' for label, a in e.arms.items())} x {e.seeds} seeds")
+        lines.append(f"   arms:  {', '.join(f'{label} [{a.name}]' for label, a in e.arms.items())} x {e.seeds} seeds"
+                     + (f" ({e.first_seed}-{e.first_seed + e.seeds - 1})" if e.first_seed else ""))
         for gate in e.gates:
             lines.append(f"   gate ({gate.stage}): {gate.name} {'<=' if gate.at_most else '>='} {gate.threshold}")
     return "\n".join(lines)

@@ -54,7 +54,8 @@ HORIZON = 140
 STEPS = {"add": 120, "sumk": 128}  # optimizer steps per run unless an experiment says otherwise
 EVAL_PROBLEMS, EVAL_SAMPLES = 1000, 4  # held-out: 1000 problems x 4 samples (evaluation noise about 0.008 at p = 0.5)
 AUDIT_PROBLEMS = 200  # audit: fresh samples of the initial policy on this many training problems per mix
-PILOT_SEED = 1000  # pilot seeds are PILOT_SEED, PILOT_SEED + 1, ...: never a registered seed (those count from 0)
+PILOT_SEED = 1000  # pilot seeds are PILOT_SEED, PILOT_SEED + 1, ...: never a registered seed (those count from an
+# experiment's `first_seed`, 0 unless its design says otherwise)
 PILOT_MARGIN = 0.25  # a pilot passes a runs or pilot gate only beyond it by this fraction of the threshold
 # an audit gate (measured once on 200-1000 fresh problems, little noise) by this fraction: a quarter of a 0.8 pass-rate
 # threshold would ask for a pass rate of 1.0
@@ -161,10 +162,11 @@ class Experiment:
     details: dict[str, Callable[[dict], float]] = field(default_factory=dict)
     curve: str = "entropy"  # the metrics.jsonl key drawn over training, per arm
     excluded: dict[str, str] = field(default_factory=dict)  # arms left out by design -> why
-    seeds: int = 8  # registered paired seeds: 0 .. seeds - 1
+    seeds: int = 8  # registered paired seeds: first_seed .. first_seed + seeds - 1
     pilot_seeds: int = 2  # pilot seeds: PILOT_SEED .. PILOT_SEED + pilot_seeds - 1
     design: str = ""  # the design module's file, relative to the package (set by `register`)
     notes: str = ""  # what the design is and why, one paragraph (printed with the pre-registration)
+    first_seed: int = 0  # the first registered seed (a later version on seeds its earlier ones have not seen)
 
     def __post_init__(self):
         seen: dict[Arm, str] = {}
@@ -179,13 +181,21 @@ class Experiment:
         if self.seeds < 2 or self.pilot_seeds < 2:
             raise ValueError(f"experiment {self.id}: seeds={self.seeds}, pilot_seeds={self.pilot_seeds}; a test and "
                              "a pilot's spread need at least 2 each.")
+        pilots = range(PILOT_SEED, PILOT_SEED + self.pilot_seeds)
+        if self.first_seed < 0 or set(self.seed_list()) & set(pilots):
+            raise ValueError(f"experiment {self.id}: first_seed={self.first_seed} gives registered seeds "
+                             f"{self.first_seed}-{self.first_seed + self.seeds - 1}; expected an int >= 0 whose seeds "
+                             f"miss the pilot seeds {pilots.start}-{pilots.stop - 1}.")
 
     @property
     def task(self) -> str:
         return next(iter(self.arms.values())).task
 
-    def seed_list(self, pilot: bool = False) -> list[int]:
-        return [PILOT_SEED + i for i in range(self.pilot_seeds)] if pilot else list(range(self.seeds))
+    def seed_list(self, pilot: bool = False, count: int | None = None) -> list[int]:
+        """The pilot seeds, or the registered ones (`count` of them from `first_seed`: a quick try's; default all)."""
+        if pilot:
+            return [PILOT_SEED + i for i in range(self.pilot_seeds)]
+        return [self.first_seed + i for i in range(self.seeds if count is None else count)]
 
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")

@@ -64,7 +64,7 @@ def figure(entry: dict, output_dir: str) -> str | None:
     head = entry["tests"][0]
     effects = head["per_seed"]
     left.axhline(0, color="grey", lw=0.8)
-    left.scatter(range(len(effects)), effects, color="C0", zorder=3, label="per seed")
+    left.scatter(experiment.seed_list(count=len(effects)), effects, color="C0", zorder=3, label="per seed")
     tost = head.get("margin") is not None  # a TOST: its interval is the 90% one, its claim |effect| < margin
     if head.get("interval") and all(math.isfinite(x) for x in head["interval"]):
         left.axhspan(*head["interval"], color="C0", alpha=0.15,
@@ -79,7 +79,7 @@ def figure(entry: dict, output_dir: str) -> str | None:
     left.legend(fontsize=7)
     for label, a in experiment.arms.items():
         histories = [read_metrics(os.path.join(run_folder(output_dir, a, seed), "metrics.jsonl"))
-                     for seed in range(entry["seeds"])]
+                     for seed in experiment.seed_list(count=entry["seeds"])]
         steps, values, _ = over_seeds(histories, experiment.curve)
         if steps:
             right.plot(steps, smooth(values, 3), label=label)
@@ -108,12 +108,12 @@ def arm_summary(entry: dict, output_dir: str) -> dict[str, dict[str, float]]:
     from .verdicts import evidence
 
     experiment = experiment_named(entry["id"])
-    found = evidence(experiment, output_dir, list(range(entry["seeds"])))
+    seeds = experiment.seed_list(count=entry["seeds"])
+    found = evidence(experiment, output_dir, seeds)
     out = {}
     for label, a in experiment.arms.items():
-        runs = [found["runs"][seed][label] for seed in range(entry["seeds"])]
-        rows = [read_metrics(os.path.join(run_folder(output_dir, a, seed), "metrics.jsonl"))
-                for seed in range(entry["seeds"])]
+        runs = [found["runs"][seed][label] for seed in seeds]
+        rows = [read_metrics(os.path.join(run_folder(output_dir, a, seed), "metrics.jsonl")) for seed in seeds]
         rewards = [[r["reward"] for r in log if r.get("reward") is not None] for log in rows]
         out[label] = {
             "held_out_acc": mean([run["eval"].get("acc", math.nan) for run in runs]),
@@ -299,7 +299,8 @@ def preregistration(names: list[str] | None = None) -> str:
         tests = "<br>".join(f"`{p.name}`: {p.metric}" + (f" (equivalence, margin {p.margin})" if p.margin else "")
                             for p in e.primaries)
         gates = "<br>".join(f"({g.stage}, {g.kind}) {g.name} {g.sign} {g.threshold}" for g in e.gates)
-        lines.append(f"| {e.id}: {e.title} | {arms} | {tests} | {gates} | {e.seeds} ({e.pilot_seeds}) | "
+        first = f", seeds {e.first_seed}-{e.first_seed + e.seeds - 1}" if e.first_seed else ""
+        lines.append(f"| {e.id}: {e.title} | {arms} | {tests} | {gates} | {e.seeds} ({e.pilot_seeds}){first} | "
                      f"`lab/trl_lite_lab/{e.design}` `{experiment_sha256(e)[:12]}` |")
     return "\n".join(lines) + "\n"
 

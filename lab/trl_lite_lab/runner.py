@@ -101,14 +101,15 @@ def jobs(names: list[str], seeds: int | None = None) -> list[tuple[Arm, int]]:
     """The distinct (arm, seed) runs of the experiments, seed by seed (an interrupted lab has whole seeds done).
     `seeds` replaces the pre-registered seed counts (a quick try)."""
     out, seen = [], set()
-    for seed in range(max(seeds or EXPERIMENTS[name].seeds for name in names) if names else 0):
+    lists = {name: EXPERIMENTS[name].seed_list(count=seeds) for name in names}
+    for i in range(max(map(len, lists.values())) if names else 0):
         for name in names:
-            if seed >= (seeds or EXPERIMENTS[name].seeds):
+            if i >= len(lists[name]):
                 continue
             for a in EXPERIMENTS[name].arms.values():
-                if (a, seed) not in seen:
-                    seen.add((a, seed))
-                    out.append((a, seed))
+                if (a, lists[name][i]) not in seen:
+                    seen.add((a, lists[name][i]))
+                    out.append((a, lists[name][i]))
     return out
 
 

@@ -76,7 +76,7 @@ def gather(name: str, output_dir: str, audit: dict, registration: dict | None, s
     `registration`: its pilot's record (`trl_lite_lab.pilot.registration`); an experiment whose pilot failed or is
     missing is not run."""
     experiment = EXPERIMENTS[name]
-    seed_list = list(range(seeds)) if seeds else experiment.seed_list()
+    seed_list = experiment.seed_list(count=seeds)
     entry = {"id": experiment.id, "title": experiment.title, "claim": experiment.claim, "seeds": len(seed_list),
              "arms": {label: a.name for label, a in experiment.arms.items()}, "excluded": experiment.excluded,
              "gates": [], "tests": [], "details": {}, "cost_min": 0.0, "registered": bool(registration and

@@ -1,30 +1,36 @@
 """Clip scaling: clip-higher keeps helping small models up to epsilon_high 0.32; larger ones saturate near 0.28.
 
-**Version 3.3 (issue 38), fixed 2026-11-29 10:14 UTC before its pilot: 64 seeds, nothing else changed.**
-Version 3.2 (below) ran 32 registered seeds and read "untestable (power)": drawn from its registered effects at a true
-+0.05 it would miss "reproduced" in 0.40085 of labs of 32 (0.2 allowed), all of it the saturation test's, whose
-effects spread about twice as widely as the grid's 8 seeds had promised (its summary, pilot and readings are kept in
-`lab/results/v3.2-clip-32/`). No test was made: the gate judged the experiment untestable before any p-value. This
-version raises the seed count and changes nothing else (arms, policies, data, tests, gates, pilot seeds). The count,
-from the same yardstick read on version 3.2's 32 registered effects (`lab/results/clip_seed_count.py`,
-`clip_seed_count.json`: the miss at 40, 48, 56, 64, 72, 80 and 96 seeds is 0.2436, 0.1448, 0.08665, 0.02905, 0.0163,
-0.0094, 0.0022), is 64: the smallest multiple of 8 whose miss is under a quarter of the gate's 0.2 (56 gives
-0.08665, 48 gives 0.1448). A margin, because 32 seeds estimate a spread that the next 32 may exceed: version 3.2's
-registered spread was twice its grid's.
+**Version 3.3 (issue 38), fixed 2026-11-29 10:14 UTC and changed to fresh seeds at 10:17 UTC, both before its pilot:
+64 registered seeds, 5000-5063, nothing else changed.** Version 3.2 (below) ran 32 registered seeds and read
+"untestable (power)": drawn from its registered effects at a true +0.05 it would miss "reproduced" in 0.40085 of labs of
+32 (0.2 allowed), all of it the saturation test's, whose effects spread about twice as widely as the grid's 8 seeds had
+promised (its summary, pilot and readings are kept in `lab/results/v3.2-clip-32/`). This version raises the seed count,
+takes seeds no earlier version has seen, and changes nothing else (arms, policies, data, tests, gates, pilot seeds).
 
-Disclosed, because this is a third look at the same hypothesis after the first two were seen:
-
-- **The looks and their error.** Version 3.1 tested both claims at 16 seeds (inconclusive); version 3.2 made no test;
-  this version tests at 64. Whatever led to running it, this version wrongly reads "reproduced" only where a test of
-  64 seeds would, at most one look's level; with version 3.1's, at most twice one look's level, as version 3.2 said.
-  The count was chosen from version 3.2's spread, whose 32 seeds are this version's seeds 0-31, so strictly the bound
-  runs over the counts that could have been chosen; the rule reads only the spread (each test's effects centred on
-  their median), never a contrast's mean or sign.
-- **What was read.** Version 3.2's report printed its contrasts' means with the gate: saturation +0.0012 (16 seeds
-  above zero, 15 below), small gains +0.0115 (20 of 32 above). Seeds 0-31 are version 3.2's seeds and runs are
-  deterministic on this machine, so their runs here are version 3.2's made again (`lab/results/README.md`); seeds
-  32-63 are new. So half of this version's data were seen before it was fixed.
-- **The fairness gate stays** at the runs stage on all 64 seeds: if the new seeds spread more widely, it says so.
+- **The count** comes from the same yardstick read on version 3.2's 32 registered effects
+  (`lab/results/clip_seed_count.py`, `clip_seed_count.json`: the miss at 40, 48, 56, 64, 72, 80 and 96 seeds is 0.2436,
+  0.1448, 0.08665, 0.02905, 0.0163, 0.0094, 0.0022): 64, the smallest multiple of 8 whose miss is under a quarter of
+  the gate's 0.2 (56 gives 0.08665, 48 gives 0.1448). A margin, because 32 seeds estimate a spread that the next seeds
+  may exceed (version 3.2's registered spread was twice its grid's). The quarter was fixed in the same commit as the
+  figures it was applied to: a third would also have taken 64, a half 56.
+- **Fresh seeds** (`first_seed` 5000; an independent review of the design's first form, 10:15-10:17 UTC). As first
+  committed (093c30b, 10:14 UTC) this version ran seeds 0-63, of which 0-31 are version 3.2's seeds, and runs are
+  deterministic on this machine, so half its data would have been version 3.2's, seen. The review found that this
+  nearly fixed the label: holding seeds 0-31 at their observed effects (saturation's median near zero) and drawing the
+  other 32 at a true +0.05, both tests would come out "reproduced" in about 0.14 of labs, while the gate, which draws
+  all 64 afresh, would likely pass; "inconclusive" would have held largely by construction. Seeds 5000-5063 are no
+  registered, pilot or exploratory seed of any version (registered 0-31, pilot 1000-1005, the grids' 2000-2007 and
+  3000-3007, T4's sharpening 4000). The first form's pilot, stopped after 6 of its 36 runs, was set aside.
+- **The looks and their error.** This is the fourth look at the hypothesis: version 2 tested it (16 seeds, arms that
+  lost accuracy; inconclusive), version 3.1 tested it (16 seeds, inconclusive), version 3.2 made no test (untestable,
+  though had both tests rejected at 0.05 / 12 the gate would not have stopped them), and this version tests it. Its own
+  seeds are independent of everything that chose its design, seed count included, so its chance of a wrong directional
+  verdict (either direction) is one look's level; over the four looks it is at most four times that (a union bound,
+  which holds whatever the looks share).
+- **What was read before.** Version 3.2's report printed its contrasts' means with the gate: saturation +0.0012 (16
+  seeds above zero, 15 below), small gains +0.0115 (20 of 32 above). None of its seeds is this version's.
+- **The fairness gate stays** at the runs stage, on these 64 seeds: if they spread more widely than version 3.2's, it
+  says so.
 
 The rest of this docstring is version 3.2's design, which this version keeps; where it says 32 seeds, this version has
 64.
@@ -162,6 +168,7 @@ from ..design import (
 )
 
 SEEDS = 64  # version 3.3 (32 in version 3.2, 16 in version 3.1)
+FIRST_SEED = 5000  # version 3.3: seeds no version has seen (version 3.1 registered 0-15, version 3.2 0-31)
 PILOT_SEEDS = 6  # version 3.2 (3 in version 3.1): the fairness gate reads the spread of their effects
 FAIR_AT, FAIR_LEVEL, FAIR_DRAWS, FAIR_MISS = 0.05, 0.05 / 12, 20_000, 0.2  # the runs-stage fairness gate (above)
 NUM_ITERATIONS = 8  # passes over each generation batch
@@ -258,8 +265,9 @@ register("clip-scaling", Experiment(
              **{f"weight distance {label}": one_arm(label, held_out("update_norm")) for label in ARMS},
              **{f"mean gradient norm {label}": one_arm(label, training("grad_norm_mean")) for label in ARMS}},
     curve="clip_ratio/high_mean",
-    seeds=SEEDS, pilot_seeds=PILOT_SEEDS,
-    notes="Version 3.3: 64 seeds (32 in version 3.2), with version 3.2's runs-stage gate that the tests could come out "
+    seeds=SEEDS, pilot_seeds=PILOT_SEEDS, first_seed=FIRST_SEED,
+    notes="Version 3.3: 64 fresh seeds, 5000-5063 (32 in version 3.2, seeds 0-31), with version 3.2's runs-stage gate "
+          "that the tests could come out "
           "reproduced at a true +0.05. "
           "Two carry-habit ADD policies from the same SFT data and 5,000 steps, each on its plateau and matched in "
           "initial accuracy: 2 x 48 (61K parameters) and 2 x 96 (0.24M), trained on the mixed ADD data at temperature "
