@@ -866,7 +866,9 @@ def test_preregistration_has_one_row_per_experiment_naming_its_design_module():
         experiment = EXPERIMENTS[name]
         assert row.startswith(f"| {experiment.id}: {experiment.title} |")
         assert f"`lab/trl_lite_lab/designs/{modules[experiment.id]}.py` `{experiment_sha256(experiment)[:12]}`" in row
-        assert f"| {experiment.seeds} ({experiment.pilot_seeds}) |" in row
+        # seeds (pilot seeds), and the registered seeds where they do not start at 0 (clip scaling's 5000-5063)
+        first = {"clip-scaling": ", seeds 5000-5063"}.get(experiment.id, "")
+        assert f"| {experiment.seeds} ({experiment.pilot_seeds}){first} |" in row
         assert all(f"`{p.name}`" in row for p in experiment.primaries)
     assert len(preregistration(["5"]).splitlines()) == 3
 
