@@ -24,9 +24,9 @@ COUNTS = (32, 40, 48, 56, 64, 72, 80, 96)
 QUARTER = 0.25  # of the gate's allowed miss
 
 
-def evidence(summary_path: str, n: int) -> dict:
-    """Clip scaling's registered seeds in `summary_path` as the design's gate reads them: {"runs": {seed: {arm:
-    {"eval": {"acc": held-out accuracy}}}}, "registered_seeds": n}."""
+def registered_runs(summary_path: str) -> dict:
+    """Clip scaling's registered seeds in `summary_path` as the design's gate reads them: {seed: {arm: {"eval":
+    {"acc": held-out accuracy}}}}."""
     from trl_lite_lab.designs import clip_scaling
 
     with open(summary_path, encoding="utf-8") as f:
@@ -37,9 +37,8 @@ def evidence(summary_path: str, n: int) -> dict:
     if seeds != {takeaway["seeds"]}:
         raise ValueError(f"{summary_path}: clip scaling's arms hold {sorted(seeds)} seeds, its summary says "
                          f"{takeaway['seeds']}")
-    runs = {seed: {label: {"eval": {"acc": values[seed]}} for label, values in accuracy.items()}
+    return {seed: {label: {"eval": {"acc": values[seed]}} for label, values in accuracy.items()}
             for seed in range(takeaway["seeds"])}
-    return {"runs": runs, "registered_seeds": n}
 
 
 def choose(misses: dict[int, float], allowed: float) -> int | None:
@@ -53,7 +52,8 @@ def choose(misses: dict[int, float], allowed: float) -> int | None:
 def reading(summary_path: str, counts: tuple = COUNTS) -> dict:
     from trl_lite_lab.designs import clip_scaling
 
-    misses = {n: clip_scaling.miss_at_fair_effect(evidence(summary_path, n)) for n in counts}
+    runs = registered_runs(summary_path)  # read once; each count only changes the labs' size
+    misses = {n: clip_scaling.miss_at_fair_effect({"runs": runs, "registered_seeds": n}) for n in counts}
     return {"summary": summary_path, "allowed": clip_scaling.FAIR_MISS, "quarter": QUARTER,
             "miss": {str(n): m for n, m in misses.items()}, "chosen": choose(misses, clip_scaling.FAIR_MISS)}
 

@@ -109,4 +109,4 @@ def test_the_seed_count_rule_by_hand(results_script, tmp_path):
     short = tmp_path / "summary.json"
     short.write_text(json.dumps({"takeaways": [v32]}))
     with pytest.raises(ValueError, match=r"summary.json: clip scaling's arms hold \[31, 32\] seeds, its summary says 32"):
-        count.evidence(str(short), 64)
+        count.registered_runs(str(short))
