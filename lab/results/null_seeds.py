@@ -2,7 +2,9 @@
 verdict)? The committed family (`summary.json`) under the metric as fixed (2026-11-27: each test's seeds drawn with
 replacement from its own effects minus their mean), with every directional test given n seeds (its own count where that
 is more) drawn from the same observed shape, at n = 16 to 256: the rate of each test of the mean (version 2's t-test,
-version 3.0's sign-flip test), of the sign test on that null, and of the sign test on its own null (the median).
+version 3.0's sign-flip test), of the sign test on that null, and of the sign test on its own null (the median);
+the sign test's two also computed exactly (`family_exact`, added 2026-11-29, eleventh session: the simulation's
+figures differ from them by its noise).
 
 What an exact test would give is the reference: k independent directional tests, each rejecting with probability
 alpha / m at Holm's first step, give 1 - (1 - alpha / m)^k.
@@ -44,7 +46,7 @@ def reading(summary_path: str, seeds: tuple = SEEDS, draws: int = DRAWS) -> dict
     """The family's rate under each test (`resampling.TESTS`) and each test's own share, at every seed count in
     `seeds`. At a count no test exceeds, every test keeps its own seeds, and the rates are `trl-lite-lab null`'s
     (the same draws: seed 0, the tests in the summary's order)."""
-    from trl_lite_lab.resampling import TESTS
+    from trl_lite_lab.resampling import TESTS, exact_sign_rate
     from trl_lite_lab.stats import near_ties
 
     with open(summary_path, encoding="utf-8") as f:
@@ -63,6 +65,11 @@ def reading(summary_path: str, seeds: tuple = SEEDS, draws: int = DRAWS) -> dict
             row["family"][test] = float(np.mean(p.min(axis=0) < alpha / m))
             row["by_test"][test] = {name: float(r) for (name, _), r in zip(tests, np.mean(p < alpha / m, axis=1))}
         row["excess_over_exact"] = {test: rate - exact for test, rate in row["family"].items()}
+        # the sign test's rates without simulation (`resampling.exact_sign_rate`; the tests are drawn apart)
+        row["family_exact"] = {
+            name: float(1.0 - np.prod([1.0 - exact_sign_rate(values, max(n, len(values)), center, alpha / m)
+                                       for _, values in tests]))
+            for name, center in (("sign", "median"), ("sign-mean", "mean"))}
         rows.append(row)
         print(n, row["family"], flush=True)
     return {"family_size": m, "alpha": alpha, "draws": draws, "directional": [name for name, _ in tests],

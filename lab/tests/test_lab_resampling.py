@@ -102,7 +102,8 @@ def test_reanalysis_rows_by_hand():
     assert list(rows) == ["up", "down", "tied"] and result["family_size"] == 6 and result["alpha"] == 0.05
     keys = {"name", "n", "mean", "median", "positive", "negative", "at_median", "zeroed", "t_p", "t_adjusted_p", "t_verdict",
             "sign_flip_p", "sign_flip_adjusted_p", "sign_flip_verdict", "sign_p", "sign_adjusted_p", "sign_verdict",
-            "smallest_p", "can_reject", "null_rate_t", "null_rate_sign-flip", "null_rate_sign", "null_rate_sign-mean"}
+            "smallest_p", "can_reject", "null_rate_t", "null_rate_sign-flip", "null_rate_sign", "null_rate_sign-mean",
+            "exact_null_rate_sign", "exact_null_rate_sign-mean", "hoeffding_half_width"}
     assert all(set(r) == keys for r in rows.values())
     up, down, tied = rows["up"], rows["down"], rows["tied"]
     assert (up["n"], down["n"], tied["n"]) == (10, 6, 4) and (up["zeroed"], down["zeroed"], tied["zeroed"]) == (0, 0, 2)
@@ -156,6 +157,56 @@ def test_reanalysis_rows_by_hand():
     # no directional test at all: no rows, no wrong verdict
     empty = resampling.reanalysis(_summary(2, [summary["takeaways"][0]["tests"][2]]), draws=100)
     assert empty["tests"] == [] and empty["null_rate"] == {"t": 0.0, "sign-flip": 0.0, "sign": 0.0, "sign-mean": 0.0}
+    assert empty["exact_null_rate"] == {"sign": 0.0, "sign-mean": 0.0}
+    # the exact rates: only "up" (10 seeds, no effect at its median) can reject at 0.05 / 6 = 0.00833: the sign test's
+    # size there is P(10 of 10 on one side) = 2 / 1024 (9 of 10 gives 2 x 11 / 1024 = 0.0215), the same centred on the
+    # mean (0.055, between the 5th and 6th effects: 5 on each side); the family's is 1 - (1 - 2/1024)(1 - 0)(1 - 0)
+    assert up["exact_null_rate_sign"] == pytest.approx(2 / 1024) == up["exact_null_rate_sign-mean"]
+    assert down["exact_null_rate_sign"] == tied["exact_null_rate_sign"] == 0.0
+    assert result["exact_null_rate"]["sign"] == pytest.approx(2 / 1024)
+    # leaving one test out: without "up" nothing can reject; without either other, "up"'s 2 / 1024 remains
+    assert result["exact_null_rate_without"]["sign-mean"] == pytest.approx({"up": 0.0, "down": 2 / 1024,
+                                                                            "tied": 2 / 1024})
+    # the page: the largest share and the rest against two exact tests, 1 - (1 - 0.05 / 6)^2 = 0.0166
+    assert ("Its largest share is up's (0.0020); without that test the others' rate, computed exactly, is 0.0000, "
+            "within the goal's 5%, against 0.0166 for as many exact tests.") in page
+    assert result["exact_reference"] == pytest.approx(1 - (1 - 0.05 / 6) ** 3)
+    # Hoeffding at 0.05 / 6 on 10 seeds in [-1, 1]: 2 x sqrt(log(2 / 0.008333) / 20) = 2 x sqrt(5.4806 / 20) = 1.0469
+    assert up["hoeffding_half_width"] == pytest.approx(1.0469, abs=1e-4)
+    assert "it can reject only a mean effect of 1.655 at 4 seeds, 1.352 at 6 seeds, 1.047 at 10 seeds" in page
+    assert "**this lab does not count it as meeting the goal**" in page
+
+
+def test_the_exact_sign_rate_by_hand_and_against_the_simulation():
+    from trl_lite_lab.resampling import exact_sign_rate, hoeffding_half_width
+
+    # 16 effects, none at the median: each draw positive with probability 1/2; at 0.05 / 12 = 0.004167 the sign test
+    # rejects at 0 or 1 of 16 on one side (2 x (1 + 16) / 65536 = 0.000519), not at 2 (2 x 137 / 65536 = 0.00418)
+    sixteen = [0.001 * k for k in range(-8, 8)]
+    assert exact_sign_rate(sixteen, level=0.05 / 12) == pytest.approx(2 * 17 / 65536, rel=1e-12)
+    # five effects, the median (0) a tie; 3 draws at level 0.3: only 3 of 3 on one side rejects (2 / 8 = 0.25; 2 of 2
+    # gives 0.5), and not when the 3 draws are one value (p = 1). All 3 positive: (2/5)^3 = 8/125, of which 2/125 one
+    # value; so 6/125 a side, 12/125 = 0.096
+    five = [-0.02, -0.01, 0.0, 0.01, 0.02]
+    assert exact_sign_rate(five, draws=3, level=0.3) == pytest.approx(12 / 125, rel=1e-12)
+    # centred on the mean (3): -3, -2, -1, +6; 4 draws at 0.2 reject at 4 of 4 on one side (2 / 16 = 0.125): all 4
+    # negative (3/4)^4 = 81/256 less the 3 of one value (3 x (1/4)^4), all 4 positive is always one value: 78/256
+    skewed = [0.0, 1.0, 2.0, 9.0]
+    assert exact_sign_rate(skewed, draws=4, center="mean", level=0.2) == pytest.approx(78 / 256, rel=1e-12)
+    # centred on the median (1.5): two a side, and all 4 on one side is 2 x (1/2)^4 less 4 x (1/4)^4: 0.125 - 4/256
+    assert exact_sign_rate(skewed, draws=4, level=0.2) == pytest.approx(2 / 16 - 4 / 256, rel=1e-12)
+    # the simulation (`null_rate`) agrees within its noise: 40,000 draws, se sqrt(0.3047 x 0.6953 / 40000) = 0.0023
+    simulated = null_rate([skewed], family_size=1, test="sign-mean", draws=40_000, alpha=0.2)
+    assert simulated == pytest.approx(78 / 256, abs=4 * 0.0023)
+    # ties at the median (accuracies tie): 9 effects, 3 of them at the median, at 0.05
+    tied = [-0.03, -0.02, -0.01, 0.0, 0.0, 0.0, 0.01, 0.02, 0.04]
+    exact = exact_sign_rate(tied, level=0.05)
+    simulated = resampling.null_rate_by_test([tied], family_size=1, test="sign", draws=40_000)[0]
+    assert 0.0 < exact < 0.05 and simulated == pytest.approx(exact, abs=0.005)
+    with pytest.raises(ValueError, match="center='middle' is not supported"):
+        exact_sign_rate(five, center="middle")
+    # Hoeffding at 0.05 / 12 on 16 seeds: 2 x sqrt(log(480) / 32) = 2 x sqrt(6.1738 / 32) = 0.8785
+    assert hoeffding_half_width(16, 0.05 / 12) == pytest.approx(0.8785, abs=1e-4)
 
 
 def test_the_sign_test_holds_its_level_under_a_skewed_resampled_null():
@@ -250,6 +301,14 @@ def test_more_seeds_under_the_metric_as_fixed(results_script):
         assert min(row["family"]["t"], row["family"]["sign-flip"]) > 0.05, row["seeds"]
     shares = at_256["rows"][0]["by_test"]["sign-flip"]
     assert max(shares, key=shares.get) == "headline vs GRPO"
+    # the sign test computed exactly: at 16 seeds as `trl-lite-lab null`; on its own null at most its level at every
+    # count (every test here has an even count and no effect at its median, so these are binomial sizes), on the mean's
+    # above the goal at every count; the simulated figures within 4 standard errors of the exact ones
+    # (sqrt(0.05 x 0.95 / 20000) = 0.0015)
+    assert committed["rows"][0]["family_exact"] == pytest.approx(committed_null["exact_null_rate"], rel=1e-12)
+    for row in committed["rows"]:
+        assert row["family_exact"]["sign"] < at_16["exact_reference"] < 0.05 < row["family_exact"]["sign-mean"]
+        assert row["family"]["sign"] == pytest.approx(row["family_exact"]["sign"], abs=4 * 0.0015)
 
 
 def test_fairness_reading_by_hand_and_the_committed_one(tmp_path, results_script):
