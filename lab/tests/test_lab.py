@@ -493,7 +493,7 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
     from trl_lite_lab.report import readme_table
 
     assert readme_table(summary).splitlines()[2].endswith(
-        "| **untestable** | pilot, power 0.800 > 0.5 |")
+        "| untestable | pilot, power 0.800 > 0.5 |")
     # a value past the threshold but not by the margin (0.48 <= 0.5, not <= 0.375) is not printed as failing it
     from trl_lite_lab.report import _failed_gate
 
@@ -512,13 +512,16 @@ def test_report_untestable_without_a_pilot_or_with_a_stale_or_negative_one(tmp_p
         gate = {"name": name, "stage": "runs", "kind": kind, "value": value, "threshold": 0.03 if value > 0 else 0.0,
                 "at_most": False, "passed_with_margin": False}
         assert _failed_gate({**entry, "pilot": {**entry["pilot"], "gates": [gate]}}) == said
-    # a tested row: a t-test's mean and 95% interval; an equivalence test's mean, 90% interval and margin
+    # a tested row: a directional test's seeds above 0 (as its sign test reads them: 1e-13 is a tie, neither), its
+    # mean and 95% interval; an equivalence test's mean, 90% interval and margin
     tested = {"takeaways": [{"id": "T8", "title": "at long lengths, no gain", "verdict": "inconclusive", "tests": [
-        {"name": "T8 no gain", "mean": -0.009, "interval": [-0.032, 0.014], "margin": 0.03},
-        {"name": "T8 loops", "mean": 0.008, "interval": [-0.041, 0.056]}]}]}
+        {"name": "T8 no gain", "mean": -0.009, "interval": [-0.032, 0.014], "margin": 0.03,
+         "per_seed": [-0.01, -0.008]},
+        {"name": "T8 loops", "mean": 0.008, "interval": [-0.041, 0.056], "per_seed": [0.02, 1e-13, -0.01, 0.03]}]}]}
     assert readme_table(tested).splitlines()[2] == (
-        "| T8 at long lengths | **inconclusive** | no gain -0.009 [-0.032, +0.014] (90%, margin 0.03); "
-        "loops +0.008 [-0.041, +0.056] |")
+        "| T8 at long lengths | inconclusive | no gain -0.009 [-0.032, +0.014] (90%, margin 0.03); "
+        "loops 2/4, +0.008 [-0.041, +0.056] |")
+    assert readme_table(tested).splitlines()[0] == "| experiment | verdict | seeds > 0, mean [95%] |"
 
 
 @pytest.mark.usefixtures("t2_at_8_seeds")

@@ -171,6 +171,7 @@ def test_reanalysis_rows_by_hand():
     assert ("Its largest share is up's (0.0020); without that test the others' rate, computed exactly, is 0.0000, "
             "within the goal's 5%, against 0.0166 for as many exact tests.") in page
     assert result["exact_reference"] == pytest.approx(1 - (1 - 0.05 / 6) ** 3)
+    assert result["exact_reference_without_one"] == pytest.approx(1 - (1 - 0.05 / 6) ** 2)
     # Hoeffding at 0.05 / 6 on 10 seeds in [-1, 1]: 2 x sqrt(log(2 / 0.008333) / 20) = 2 x sqrt(5.4806 / 20) = 1.0469
     assert up["hoeffding_half_width"] == pytest.approx(1.0469, abs=1e-4)
     assert "it can reject only a mean effect of 1.655 at 4 seeds, 1.352 at 6 seeds, 1.047 at 10 seeds" in page

@@ -26,7 +26,7 @@ from .fingerprint import fingerprints
 from .provenance import product_stamp
 from .results import (AUDIT_FILE, PILOTS, DefinitionMismatch, check_provenance, registration, run_folder,
                       stale_pilot, why_unregistered)
-from .stats import ALPHA, POWER
+from .stats import ALPHA, NOISE, POWER
 from .verdicts import UNTESTABLE, family_size, gather, verdicts
 
 
@@ -274,18 +274,25 @@ def _what(gate: dict) -> str:
 
 def readme_table(summary: dict) -> str:
     """The README's lab table, from `summary.json` only: verdict, and the headline figure or the reason. An effect
-    is shown with its 95% interval, or, for an equivalence test, its 90% interval (TOST) and the margin."""
-    lines = ["| experiment | verdict | from `summary.json` |", "|---|---|---|"]
+    is shown with its 95% interval, or, for an equivalence test, its 90% interval (TOST) and the margin; a directional
+    test first with what its sign test reads, the seeds whose effect is above 0 (near-ties are ties: neither)."""
+    lines = ["| experiment | verdict | seeds > 0, mean [95%] |", "|---|---|---|"]
     for e in summary["takeaways"]:
         if e["verdict"] == UNTESTABLE:
             what = _failed_gate(e)
         else:
             what = "; ".join((f"{t['name'].removeprefix(e['id'] + ' ')} " if len(e["tests"]) > 1 else "")
+                             + ("" if t.get("margin") else f"{_above(t['per_seed'])}/{len(t['per_seed'])}, ")
                              + f"{_f(t['mean'])} [{_f(t['interval'][0])}, {_f(t['interval'][1])}]"
                              + (f" (90%, margin {t['margin']})" if t.get("margin") else "") for t in e["tests"])
         title = re.split(r"[,;]", e["title"])[0]
-        lines.append(f"| {e['id']} {title} | **{e['verdict']}** | {what} |")
+        lines.append(f"| {e['id']} {title} | {e['verdict']} | {what} |")
     return "\n".join(lines) + "\n"
+
+
+def _above(per_seed: list) -> int:
+    """The seeds whose effect is above 0 as the sign test reads it (`stats.near_ties`: within float noise is 0)."""
+    return int(sum(v >= NOISE for v in per_seed))
 
 
 def preregistration(names: list[str] | None = None) -> str:

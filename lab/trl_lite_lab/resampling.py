@@ -261,7 +261,8 @@ def reanalysis(summary: dict, draws: int = 20_000, seed: int = 0) -> dict:
         without[name] = {r["name"]: float(1.0 - np.prod(np.delete(kept, i))) for i, r in enumerate(rows)}
     return {"family_size": m, "alpha": alpha, "draws": draws, "seed": seed, "tests": rows,
             "seeds_needed": seeds_needed(m, alpha), "null_rate": family, "exact_null_rate": exact,
-            "exact_null_rate_without": without, "exact_reference": 1.0 - (1.0 - alpha / m) ** len(rows)}
+            "exact_null_rate_without": without, "exact_reference": 1.0 - (1.0 - alpha / m) ** len(rows),
+            "exact_reference_without_one": 1.0 - (1.0 - alpha / m) ** max(len(rows) - 1, 0)}
 
 
 def _missed(result: dict) -> str:
@@ -280,13 +281,12 @@ def _without(result: dict, alpha: float) -> str:
     """Whether the sign test on the mean-centred null would meet the goal without its largest single share."""
     if not result["tests"]:
         return ""
-    m = result["family_size"]
     largest = max(result["tests"], key=lambda r: r["exact_null_rate_sign-mean"])
     rest = result["exact_null_rate_without"]["sign-mean"][largest["name"]]
     return (f"Its largest share is {largest['name']}'s ({largest['exact_null_rate_sign-mean']:.4f}); without that "
             f"test the others' rate, computed exactly, is {rest:.4f}, " + ("still above" if rest > alpha else "within")
-            + f" the goal's {alpha:.0%}, against {1.0 - (1.0 - alpha / m) ** (len(result['tests']) - 1):.4f} for "
-            "as many exact tests.")
+            + f" the goal's {alpha:.0%}, against {result['exact_reference_without_one']:.4f} for as many exact "
+            "tests.")
 
 
 def _goal(rate: dict, alpha: float) -> str:
