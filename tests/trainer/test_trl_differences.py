@@ -15,7 +15,6 @@ from trl import GRPOConfig, GRPOTrainer
 from tests.tiny import build_tokenizer, prompt_dataset, snapshot, train_args, train_run
 from trl_lite import LitePPOConfig, LitePPOTrainer
 from trl_lite.reward_faults import RewardFunctionError
-from trl_lite.trl_contract import trl_version
 
 TOKENIZER = build_tokenizer()
 PAD, EOS = TOKENIZER.pad_token_id, TOKENIZER.eos_token_id
@@ -320,7 +319,9 @@ def test_bf16_unset_on_cpu(tiny_model_dir, tmp_path):
     ours, fp32, theirs = snapshot(lite.model), snapshot(trl32.model), snapshot(trl.model)
     assert max((ours[k] - fp32[k]).abs().max().item() for k in ours) <= 1e-6
     apart = max((ours[k] - theirs[k]).abs().max().item() for k in ours)
-    # the page's figures, 2 steps of SGD at learning rate 0.5, as measured with each TRL (TRL 1.14's bf16 run ends
-    # elsewhere than 1.16's; why was not looked into)
-    expected = 3.0e-4 if trl_version().startswith("1.14.") else 3.6e-4
-    assert apart == pytest.approx(expected, abs=5e-6)
+    # TRL's bf16 run ends far outside float32's 1e-6: the page's figures, 2 steps of SGD at learning rate 0.5, depend
+    # on the CPU's bf16 kernels, so the test holds the range they span, not one machine's value. Measured: TRL 1.16
+    # 3.6e-4 on an Intel CPU with AVX-512 and AMX and on an AMD EPYC with AVX2 only; TRL 1.14 3.0e-4 on the first,
+    # 3.5995e-4 on the second (2026-12-07, CI's oldest stack); the range held is theirs with a margin. Why TRL 1.14
+    # differs on the first was not looked into.
+    assert 2.5e-4 <= apart <= 4.5e-4, apart
